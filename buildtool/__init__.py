@@ -1,0 +1,3 @@
+"""buildtool: content-stamp build cache, image builds and isolated test runs."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,1 @@
+"""Run marked tests each in a child process with a controlled environment."""

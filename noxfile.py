@@ -1,0 +1,87 @@
+"""Project sessions: `nox -s build` (main job), `test`, `test-v1`, `test-v2`, `lint`, `bench`.
+
+Every session installs from `constraints.txt`, so tool and library versions are pinned.
+"""
+
+from __future__ import annotations
+
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import nox
+
+nox.options.default_venv_backend = "uv|virtualenv"
+nox.options.sessions = ["lint", "test"]
+
+ROOT = Path(__file__).parent
+CONSTRAINTS = ("-c", str(ROOT / "constraints.txt"))
+REPORTS = ROOT / ".reports"
+SHELL_SCRIPTS = (".ci/run", *sorted(str(p.relative_to(ROOT)) for p in ROOT.glob("scripts/*.sh")))
+
+
+def _install(session: nox.Session, extras: str) -> None:
+    session.install(*CONSTRAINTS, "-e", f".[{extras}]")
+
+
+def _pytest(session: nox.Session, env: dict[str, str]) -> None:
+    """Run pytest in parallel; a run that collects no test is a failure, said plainly."""
+    _install(session, "test")
+    REPORTS.mkdir(exist_ok=True)
+    junit = REPORTS / f"{session.name}.xml"
+    junit.unlink(missing_ok=True)
+    args = session.posargs or ["-n", "auto"]
+    # Exit code 5 means "no tests collected"; accept it here only to report it explicitly.
+    session.run("pytest", f"--junitxml={junit}", *args, env=env, success_codes=[0, 5])
+    if not junit.exists():
+        session.error(f"pytest wrote no report at {junit}")
+    suites = ET.parse(junit).getroot().iter("testsuite")
+    ran = sum(int(s.get("tests", "0")) - int(s.get("skipped", "0")) for s in suites)
+    if ran == 0:
+        session.error("pytest ran no test (exit code 5 or everything skipped): failing on purpose")
+
+
+@nox.session(python="3.11")
+def test(session: nox.Session) -> None:
+    """The whole suite, with the parser mode the caller's environment gives."""
+    _pytest(session, {})
+
+
+@nox.session(name="test-v1", python="3.11")
+def test_v1(session: nox.Session) -> None:
+    """The whole suite with DYN_PARSER_VERSION=1 (legacy jail selected everywhere)."""
+    _pytest(session, {"DYN_PARSER_VERSION": "1"})
+
+
+@nox.session(name="test-v2", python="3.11")
+def test_v2(session: nox.Session) -> None:
+    """The whole suite with DYN_PARSER_VERSION=2 (unified parser selected everywhere)."""
+    _pytest(session, {"DYN_PARSER_VERSION": "2"})
+
+
+@nox.session(python="3.11")
+def lint(session: nox.Session) -> None:
+    """ruff, mypy, shellcheck (and hadolint/actionlint where their inputs exist)."""
+    _install(session, "test,lint")
+    session.run("ruff", "check", ".")
+    session.run("ruff", "format", "--check", ".")
+    session.run("mypy")
+    session.run("shellcheck", *SHELL_SCRIPTS)
+    if (ROOT / "Dockerfile").exists():
+        session.run("hadolint", "Dockerfile")
+
+
+@nox.session(python="3.11")
+def bench(session: nox.Session) -> None:
+    """Every benchmark script in benchmarks/, each printing side-by-side ratios."""
+    _install(session, "test")
+    for script in sorted(ROOT.glob("benchmarks/bench_*.py")):
+        session.log(f"== {script.name}")
+        session.run("python", str(script), *session.posargs, env={"PYTHONPATH": os.fspath(ROOT)})
+
+
+@nox.session(python="3.11")
+def build(session: nox.Session) -> None:
+    """The main job: build the three sidecar images (see docs/images.md)."""
+    _install(session, "test")
+    session.run("buildtool", "images", "build", *session.posargs)

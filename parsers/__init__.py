@@ -1,0 +1,26 @@
+"""Tool-call and reasoning parsing for eight model families, in two generations.
+
+Public API (spec `parsers.md`): `parse`, `StreamParser`, `stream`, `load_settings`,
+`select_route`, the result types and the typed errors.
+"""
+
+from parsers.errors import ConfigError, InvalidRequest
+from parsers.registry import FAMILIES, REASONING_PARSERS, TOOL_PARSERS
+from parsers.routing import Route, select_route
+from parsers.settings import ParserSettings
+from parsers.types import Delta, ParsedMessage, ToolCall, ToolCallDelta
+
+__all__ = [
+    "FAMILIES",
+    "REASONING_PARSERS",
+    "TOOL_PARSERS",
+    "ConfigError",
+    "Delta",
+    "InvalidRequest",
+    "ParsedMessage",
+    "ParserSettings",
+    "Route",
+    "ToolCall",
+    "ToolCallDelta",
+    "select_route",
+]

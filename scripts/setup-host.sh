@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Host set-up for a fresh Debian 12 machine (run as root): system packages, then a running
+# Docker engine with BuildKit. Safe to run again: installed packages and a live engine are kept.
+set -euo pipefail
+
+packages=(docker.io debootstrap b3sum shellcheck make git)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "setup-host: installing ${missing[*]}"
+  apt-get update -q
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+fi
+command -v cargo >/dev/null || echo "setup-host: warning: cargo not on PATH; the cargo cache tests need it" >&2
+
+# Debian's 20.10 client has BuildKit built in; a newer `docker` earlier on PATH may not.
+if ! /usr/bin/docker info >/dev/null 2>&1; then
+  echo "setup-host: starting dockerd (log: /var/log/dockerd.log)"
+  nohup dockerd >/var/log/dockerd.log 2>&1 &
+  for _ in $(seq 1 60); do
+    /usr/bin/docker info >/dev/null 2>&1 && break
+    sleep 1
+  done
+  /usr/bin/docker info >/dev/null 2>&1 || { echo "setup-host: dockerd did not start; see /var/log/dockerd.log" >&2; exit 1; }
+fi
+echo "setup-host: docker engine $(/usr/bin/docker version -f '{{.Server.Version}}') is running"

@@ -1,0 +1,1 @@
+"""CPU-only OpenAI-compatible sidecars in front of vLLM, SGLang and TRT-LLM engines."""
