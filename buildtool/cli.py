@@ -1,17 +1,24 @@
-"""Command line of `buildtool` (subcommands are added by their modules)."""
+"""Command line of `buildtool`: each subcommand lives in the module that does the work."""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+import importlib
+from collections.abc import Callable, Sequence
+
+# subcommand module -> it defines `register(subparsers)`, which sets `func` on its parsers
+SUBCOMMAND_MODULES: tuple[str, ...] = ()
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="buildtool", description=__doc__)
-    parser.add_subparsers(dest="command", required=True)
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    for name in SUBCOMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    raise SystemExit(f"buildtool: unknown command {args.command!r}")
+    func: Callable[[argparse.Namespace], int] = args.func
+    return func(args)
