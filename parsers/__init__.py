@@ -7,7 +7,7 @@ Public API (spec `parsers.md`): `parse`, `StreamParser`, `stream`, `load_setting
 from parsers.errors import ConfigError, InvalidRequest
 from parsers.registry import FAMILIES, REASONING_PARSERS, TOOL_PARSERS
 from parsers.routing import Route, select_route
-from parsers.settings import ParserSettings
+from parsers.settings import ParserSettings, load_settings
 from parsers.types import Delta, ParsedMessage, ToolCall, ToolCallDelta
 
 __all__ = [
@@ -22,5 +22,6 @@ __all__ = [
     "Route",
     "ToolCall",
     "ToolCallDelta",
+    "load_settings",
     "select_route",
 ]

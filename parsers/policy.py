@@ -1,50 +1,241 @@
-"""Request policy (spec section 5): settings + request + prompt -> ParsePlan.
+"""Request policy (spec section 5): settings + request + rendered prompt -> ParsePlan.
 
-Placeholder until issue 4 lands the full policy (validations, thinking precedence, prefill
-detection); the signature is the contract the engines and the sidecar use.
+Everything here is a pure function of its arguments. Request mistakes raise `InvalidRequest`
+(HTTP 400) with `param` naming the offending field, before any parsing starts; the route
+itself comes from `parsers.routing.select_route`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from parsers.plan import ParsePlan, ToolMode
-from parsers.registry import TOOL_PARSERS, REASONING_PARSERS
-from parsers.routing import select_route
-from parsers.settings import ParserSettings
+from parsers.errors import ConfigError, InvalidRequest
+from parsers.plan import ParsePlan
+from parsers.routing import ToolChoice, parse_tool_choice, select_route
+from parsers.settings import ParserSettings, Version, check_generation, family_by_key, resolve_pair
 
-_FORCED_REASONING = {"kimi_k25", "deepseek_v4", "kimi_k3"}
+# reasoning_effort accepted per family. DeepSeek V4.1 renders it into the prompt (spec); the
+# other families' templates ignore it, so they accept the OpenAI values and only "none" has an
+# effect there (thinking off).
+_OPENAI_EFFORTS = frozenset({"none", "minimal", "low", "medium", "high", "xhigh"})
+_V41_EFFORTS = frozenset({"none", "low", "high", "max"})
+_RESPONSE_FORMATS = frozenset({"text", "json_object", "json_schema", "structural_tag"})
+_THINKING_MODES = {"thinking": True, "chat": False}
+
+
+@dataclass(frozen=True)
+class _Markers:
+    opener: re.Pattern[str]  # the prompt ends (after rstrip) with this: output starts in reasoning
+    closer: re.Pattern[str]  # the prompt ends with this: the reasoning block is already closed
+
+
+def _literal(marker: str) -> re.Pattern[str]:
+    return re.compile(re.escape(marker) + r"\Z")
+
+
+_THINK = _Markers(_literal("<think>"), _literal("</think>"))
+# Keyed by canonical reasoning parser name.
+MARKERS: dict[str, _Markers] = {
+    "qwen3": _THINK,
+    "glm45": _THINK,
+    "deepseek_v4": _THINK,
+    "deepseek_v41": _THINK,
+    "kimi_k25": _THINK,
+    # Engines may space the channel markers' parts: accept any whitespace between them.
+    "kimi_k3": _Markers(
+        re.compile(r"<\|open\|>\s*think\s*<\|sep\|>\Z"),
+        re.compile(r"<\|close\|>\s*think\s*<\|sep\|>\Z"),
+    ),
+    "gemma4": _Markers(_literal("<|channel>thought"), _literal("<channel|>")),
+    # Muse's prompt ends with `<|start|>assistant`; prefilling the `self` (reasoning) recipient
+    # means the output starts in reasoning. A closed self message has no trailing marker.
+    "muse": _Markers(
+        re.compile(r"<\|start\|>\s*assistant\s+to=self\s*<\|message\|>\Z"), re.compile(r"(?!)")
+    ),
+}
+# Output starts in reasoning even without prefill evidence in the prompt (or without a prompt).
+_FORCED_START = frozenset({"kimi_k25", "deepseek_v4"})
+# Starts in reasoning when no prompt is given (the template normally prefills the opener).
+_PREFILLED_WITHOUT_PROMPT = frozenset({"kimi_k3"})
+# A closed reasoning block at the end of the prompt means thinking is off (spec: DeepSeek V4.1).
+_CLOSER_MEANS_OFF = frozenset({"deepseek_v41"})
+
+
+def prefill_state(reasoning_parser: str, prompt: str) -> str | None:
+    """'open' when the prompt ends inside reasoning, 'closed' after a closed block, else None."""
+    markers = MARKERS.get(reasoning_parser)
+    if markers is None:
+        return None
+    tail = prompt.rstrip()
+    if markers.opener.search(tail):
+        return "open"
+    if markers.closer.search(tail):
+        return "closed"
+    return None
+
+
+def _bad(param: str, value: object, accepted: str) -> InvalidRequest:
+    text = repr(value)
+    text = text if len(text) <= 80 else text[:77] + "..."
+    return InvalidRequest(f"invalid {param} {text}; expected {accepted}", param=param)
+
+
+def _request_thinking(value: object) -> bool | None:
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, Mapping):
+        kind = value.get("type")
+        if kind == "enabled":
+            return True
+        if kind == "disabled":
+            return False
+    raise _bad("thinking", value, 'true, false, {"type": "enabled"} or {"type": "disabled"}')
+
+
+def _effort_thinking(value: object, family: str | None) -> bool | None:
+    if value is None:
+        return None
+    if family == "deepseek_v41":
+        if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 100:
+            return True
+        if isinstance(value, str) and value in _V41_EFFORTS:
+            return value != "none"
+        raise _bad("reasoning_effort", value, '"none", "low", "high", "max" or an integer 1-100')
+    if isinstance(value, str) and value in _OPENAI_EFFORTS:
+        return value != "none"
+    raise _bad("reasoning_effort", value, ", ".join(f'"{e}"' for e in sorted(_OPENAI_EFFORTS)))
+
+
+def _template_thinking(kwargs: object) -> bool | None:
+    if kwargs is None:
+        return None
+    if not isinstance(kwargs, Mapping):
+        raise _bad("chat_template_kwargs", kwargs, "an object")
+    for key in ("enable_thinking", "thinking"):
+        value = kwargs.get(key)
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            return value
+        raise _bad(f"chat_template_kwargs.{key}", value, "true or false")
+    mode = kwargs.get("thinking_mode")
+    if mode is None:
+        return None
+    if isinstance(mode, str) and mode in _THINKING_MODES:
+        return _THINKING_MODES[mode]
+    raise _bad("chat_template_kwargs.thinking_mode", mode, '"thinking" or "chat"')
+
+
+def resolve_thinking(settings: ParserSettings, request: Mapping[str, Any]) -> bool:
+    """Whether thinking is on, by the precedence of spec section 5 (first decided wins).
+
+    Every control is validated even when a higher one already decided, so a bad value is a
+    400 regardless of what else the request says. The sidecar calls this before rendering
+    the prompt; `plan_request` then also looks at the rendered prompt's prefill.
+    """
+    decisions = (
+        _request_thinking(request.get("thinking")),
+        _effort_thinking(request.get("reasoning_effort"), settings.family),
+        _template_thinking(request.get("chat_template_kwargs")),
+        settings.thinking_default,
+    )
+    for decided in decisions:
+        if decided is not None:
+            return decided
+    family = family_by_key(settings.family)
+    return family.reasoning_default_on if family else True
+
+
+def _declared_tools(request: Mapping[str, Any]) -> tuple[tuple[Mapping[str, Any], ...], list[str]]:
+    tools = request.get("tools")
+    if tools is None:
+        return (), []
+    if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
+        raise _bad("tools", tools, "an array of tool objects")
+    names: list[str] = []
+    for i, tool in enumerate(tools):
+        function = tool.get("function") if isinstance(tool, Mapping) else None
+        name = function.get("name") if isinstance(function, Mapping) else None
+        if not isinstance(name, str) or not name:
+            raise InvalidRequest(
+                f"tools[{i}] must be {{'type': 'function', 'function': {{'name': ...}}}}",
+                param=f"tools[{i}].function.name",
+            )
+        names.append(name)
+    return tuple(tools), names
+
+
+def _check_choice(choice: ToolChoice, names: list[str]) -> None:
+    if choice.mode == "required" and not names:
+        raise InvalidRequest(
+            "tool_choice 'required' needs at least one tool in 'tools'", param="tool_choice"
+        )
+    if choice.mode == "named" and choice.name not in names:
+        declared = ", ".join(repr(n) for n in names) or "none"
+        raise InvalidRequest(
+            f"tool_choice names function {choice.name!r}, which is not in 'tools' "
+            f"(declared: {declared})",
+            param="tool_choice",
+        )
+
+
+def _json_answer(request: Mapping[str, Any]) -> bool:
+    fmt = request.get("response_format")
+    if fmt is None:
+        return False
+    kind = fmt.get("type") if isinstance(fmt, Mapping) else None
+    if not isinstance(kind, str) or kind not in _RESPONSE_FORMATS:
+        raise _bad(
+            "response_format",
+            fmt,
+            'an object whose "type" is ' + ", ".join(sorted(_RESPONSE_FORMATS)),
+        )
+    return kind in ("json_object", "json_schema")
 
 
 def plan_request(
     settings: ParserSettings, request: Mapping[str, Any], prompt: str | None = None
 ) -> ParsePlan:
+    """Validate `request` and decide how its output is parsed; InvalidRequest means HTTP 400."""
+    choice = parse_tool_choice(request)
+    tools, names = _declared_tools(request)
+    _check_choice(choice, names)
+    thinking = resolve_thinking(settings, request)
+    json_answer = _json_answer(request)
     route = select_route(settings, request)
-    choice = request.get("tool_choice")
-    mode: ToolMode = "auto"
-    named: str | None = None
-    if choice == "none":
-        mode = "none"
-    elif choice == "required":
-        mode = "required"
-    elif isinstance(choice, Mapping):
-        mode, named = "named", str(choice["function"]["name"])
-    thinking = request.get("thinking")
-    reasoning = settings.reasoning_parser is not None and thinking is not False
-    start = reasoning and (
-        settings.reasoning_parser in _FORCED_REASONING
-        or (prompt is not None and prompt.rstrip().endswith("<think>"))
-    )
-    tools = tuple(request.get("tools") or ())
+
+    reasoning_parser = settings.reasoning_parser
+    reasoning = reasoning_parser is not None and thinking
+    start = False
+    if reasoning_parser is not None:
+        state = prefill_state(reasoning_parser, prompt) if prompt is not None else None
+        if state == "open":
+            # The prompt is what the model saw: it is inside a reasoning block whatever the
+            # request's controls said (a template that ignored them).
+            reasoning, start = True, True
+        elif state == "closed":
+            reasoning = reasoning and reasoning_parser not in _CLOSER_MEANS_OFF
+        else:
+            start = reasoning and (
+                reasoning_parser in _FORCED_START
+                or (prompt is None and reasoning_parser in _PREFILLED_WITHOUT_PROMPT)
+            )
+
+    # Without a tool parser only a forced choice is parsed (its guided JSON, by the jail).
+    parse_tools = settings.tool_parser is not None or choice.forced
+    if route.kind == "pass_through" or (json_answer and not choice.forced):
+        parse_tools = False
     return ParsePlan(
         route=route.kind,
         family=settings.family,
         tool_parser=settings.tool_parser,
-        reasoning_parser=settings.reasoning_parser,
-        tool_mode=mode,
-        named_tool=named,
-        parse_tools=settings.tool_parser is not None,
+        reasoning_parser=reasoning_parser,
+        tool_mode=choice.mode,
+        named_tool=choice.name,
+        parse_tools=parse_tools,
         reasoning=reasoning,
         start_in_reasoning=start,
         tools=tools,
@@ -54,16 +245,27 @@ def plan_request(
 def settings_for(
     tool_parser: str | None, reasoning_parser: str | None, generation: int | None
 ) -> ParserSettings:
-    """Settings for a direct library call (`parsers.parse`): no environment is read."""
-    tool = TOOL_PARSERS[tool_parser.lower().replace("-", "_")] if tool_parser else None
-    reasoning = (
-        REASONING_PARSERS[reasoning_parser.lower().replace("-", "_")] if reasoning_parser else None
+    """Settings for a direct library call (`parsers.parse`): no environment is read.
+
+    `generation` None means the family defaults (as `DYN_PARSER_VERSION` unset/auto).
+    """
+    version: Version
+    if generation is None:
+        version = "auto"
+    elif generation == 1 and not isinstance(generation, bool):
+        version = "1"
+    elif generation == 2 and not isinstance(generation, bool):
+        version = "2"
+    else:
+        raise ConfigError(f"generation={generation!r} is not accepted; use None (auto), 1 or 2")
+    tool, reasoning, family = resolve_pair(
+        tool_parser, reasoning_parser, tool_flag="tool_parser", reasoning_flag="reasoning_parser"
     )
-    family = (tool or reasoning).family.key if (tool or reasoning) else None
-    version = "auto" if generation is None else str(generation)
+    check_generation(family, version, "generation", "None (family defaults)")
     return ParserSettings(
-        version=version,  # type: ignore[arg-type]
-        tool_parser=tool.canonical if tool else None,
-        reasoning_parser=reasoning.canonical if reasoning else None,
-        family=family,
+        version=version,
+        tool_parser=tool,
+        reasoning_parser=reasoning,
+        family=family.key if family else None,
+        version_source="library",
     )

@@ -1,4 +1,14 @@
-"""Route selection: one pure function of (settings, request). Placeholder: see issue 4."""
+"""Route selection (spec section 4): one pure function of (settings, request).
+
+The request is the OpenAI chat-completion body as a mapping. Only three things in it matter
+for the route: the `tool_choice` mode, whether it is a structural-tag request, and (through
+the settings) which parsers the deployment configured.
+
+A structural-tag request is one that asks the engine for structural-tag constrained output in
+any of the spellings the engines accept: `response_format: {"type": "structural_tag", ...}`
+(vLLM, SGLang), `structured_outputs: {"structural_tag": ...}` (vLLM >= 0.12) or a top-level
+`structural_tag` (older vLLM extra parameter).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +16,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from parsers.settings import ParserSettings
+from parsers.errors import InvalidRequest
+from parsers.plan import ToolMode
+from parsers.settings import VERSION_VAR, ParserSettings, family_by_key
 from parsers.types import RouteKind
 
 
@@ -17,10 +29,96 @@ class Route:
     generation: int | None  # 1, 2, or None for pass_through
 
 
+@dataclass(frozen=True)
+class ToolChoice:
+    mode: ToolMode
+    name: str | None = None  # the function name under a named choice
+
+    @property
+    def forced(self) -> bool:
+        return self.mode in ("required", "named")
+
+    def describe(self) -> str:
+        return f"named tool_choice {self.name!r}" if self.name else f"tool_choice {self.mode!r}"
+
+
+PASS_THROUGH = Route("pass_through", None, None)
+
+_SHAPES = '"none", "auto", "required" or {"type": "function", "function": {"name": "..."}}'
+
+
+def parse_tool_choice(request: Mapping[str, Any]) -> ToolChoice:
+    """The request's `tool_choice`; an unknown shape is an InvalidRequest (HTTP 400)."""
+    choice = request.get("tool_choice")
+    if choice is None or choice == "auto":
+        return ToolChoice("auto")
+    if choice == "none":
+        return ToolChoice("none")
+    if choice == "required":
+        return ToolChoice("required")
+    if isinstance(choice, Mapping):
+        function = choice.get("function")
+        # `type` may be omitted (it has one allowed value), but no other type is served.
+        if choice.get("type", "function") == "function" and isinstance(function, Mapping):
+            name = function.get("name")
+            if isinstance(name, str) and name:
+                return ToolChoice("named", name)
+    raise InvalidRequest(
+        f"unsupported tool_choice {_brief(choice)}; expected {_SHAPES}", param="tool_choice"
+    )
+
+
+def _brief(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def is_structural_tag(request: Mapping[str, Any]) -> bool:
+    fmt = request.get("response_format")
+    if isinstance(fmt, Mapping) and fmt.get("type") == "structural_tag":
+        return True
+    outputs = request.get("structured_outputs")
+    if isinstance(outputs, Mapping) and outputs.get("structural_tag") is not None:
+        return True
+    return request.get("structural_tag") is not None
+
+
+def _jail_only(choice: ToolChoice, why: str) -> InvalidRequest:
+    return InvalidRequest(
+        f"{choice.describe()} needs a tool-call parser, and none is configured "
+        f"(--tool-call-parser); only the legacy jail parses forced choices without one, and "
+        f"{why}. Configure a tool-call parser, or set {VERSION_VAR}=1 or auto",
+        param="tool_choice",
+    )
+
+
 def select_route(settings: ParserSettings, request: Mapping[str, Any]) -> Route:
-    """Placeholder until issue 4: explicit 1 -> V1, otherwise V2; no parser -> pass_through."""
+    """The route that serves `request`; raises InvalidRequest when none can (HTTP 400)."""
+    choice = parse_tool_choice(request)
     if settings.tool_parser is None and settings.reasoning_parser is None:
-        return Route("pass_through", None, None)
-    if settings.version == "1":
-        return Route("legacy_jail", settings.family, 1)
-    return Route("parser_v2", settings.family, 2)
+        if not choice.forced:
+            return PASS_THROUGH
+        if settings.version == "2":
+            raise _jail_only(
+                choice, f"{VERSION_VAR}=2 selects the unified parser for every request"
+            )
+        # The jail reads the guided-JSON answer of a forced choice without a family grammar.
+        return Route("legacy_jail", None, 1)
+    family = family_by_key(settings.family)
+    v2_only = family is not None and 1 not in family.generations
+    if settings.version != "auto":
+        generation = int(settings.version)
+    elif v2_only:
+        generation = 2
+    elif choice.forced or is_structural_tag(request):
+        generation = 1
+    elif settings.tool_parser == "qwen3_coder" and choice.mode == "auto":
+        generation = 2
+    else:
+        generation = 1
+    if generation == 2 and choice.forced and settings.tool_parser is None:
+        why = f"{VERSION_VAR}=2 selects the unified parser for every request"
+        if settings.version != "2" and family is not None:
+            why = f"{family.title} is served by the unified parser only (as with {VERSION_VAR}=2)"
+        raise _jail_only(choice, why)
+    return Route("parser_v2" if generation == 2 else "legacy_jail", settings.family, generation)
