@@ -20,7 +20,7 @@ from parsers.settings import ParserSettings, Version, check_generation, family_b
 # reasoning_effort accepted per family. DeepSeek V4.1 renders it into the prompt (spec); the
 # other families' templates ignore it, so they accept the OpenAI values and only "none" has an
 # effect there (thinking off).
-_OPENAI_EFFORTS = frozenset({"none", "minimal", "low", "medium", "high", "xhigh"})
+_OPENAI_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 _V41_EFFORTS = frozenset({"none", "low", "high", "max"})
 _RESPONSE_FORMATS = frozenset({"text", "json_object", "json_schema", "structural_tag"})
 _THINKING_MODES = {"thinking": True, "chat": False}
@@ -106,7 +106,7 @@ def _effort_thinking(value: object, family: str | None) -> bool | None:
         raise _bad("reasoning_effort", value, '"none", "low", "high", "max" or an integer 1-100')
     if isinstance(value, str) and value in _OPENAI_EFFORTS:
         return value != "none"
-    raise _bad("reasoning_effort", value, ", ".join(f'"{e}"' for e in sorted(_OPENAI_EFFORTS)))
+    raise _bad("reasoning_effort", value, ", ".join(f'"{e}"' for e in _OPENAI_EFFORTS))
 
 
 def _template_thinking(kwargs: object) -> bool | None:

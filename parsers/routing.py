@@ -18,7 +18,7 @@ from typing import Any
 
 from parsers.errors import InvalidRequest
 from parsers.plan import ToolMode
-from parsers.settings import VERSION_VAR, ParserSettings, family_by_key
+from parsers.settings import ALIAS_VAR, VERSION_VAR, ParserSettings, family_by_key
 from parsers.types import RouteKind
 
 
@@ -83,12 +83,30 @@ def is_structural_tag(request: Mapping[str, Any]) -> bool:
     return request.get("structural_tag") is not None
 
 
-def _jail_only(choice: ToolChoice, why: str) -> InvalidRequest:
+def _jail_only(choice: ToolChoice, why: str, remedy: str) -> InvalidRequest:
     return InvalidRequest(
-        f"{choice.describe()} needs a tool-call parser, and none is configured "
-        f"(--tool-call-parser); only the legacy jail parses forced choices without one, and "
-        f"{why}. Configure a tool-call parser, or set {VERSION_VAR}=1 or auto",
+        f"{choice.describe()} needs a tool-call parser, and none is configured; only the legacy "
+        f"jail parses forced choices without one, and {why}. {remedy}",
         param="tool_choice",
+    )
+
+
+def _v2_rejection(settings: ParserSettings, choice: ToolChoice) -> InvalidRequest:
+    family = family_by_key(settings.family)
+    if settings.version != "2" and family is not None:
+        # A V2-only family under auto: no generation setting helps, only a tool parser does.
+        return _jail_only(
+            choice,
+            f"{family.title} is served by the unified parser only (as with {VERSION_VAR}=2)",
+            "Configure a tool-call parser (--tool-call-parser) for this deployment",
+        )
+    selected = f"{VERSION_VAR}=2"
+    if settings.version_source == ALIAS_VAR:
+        selected = f"{ALIAS_VAR}=true (meaning {VERSION_VAR}=2)"
+    return _jail_only(
+        choice,
+        f"{selected} selects the unified parser for every request",
+        f"Configure a tool-call parser (--tool-call-parser), or set {VERSION_VAR}=1 or auto",
     )
 
 
@@ -99,9 +117,7 @@ def select_route(settings: ParserSettings, request: Mapping[str, Any]) -> Route:
         if not choice.forced:
             return PASS_THROUGH
         if settings.version == "2":
-            raise _jail_only(
-                choice, f"{VERSION_VAR}=2 selects the unified parser for every request"
-            )
+            raise _v2_rejection(settings, choice)
         # The jail reads the guided-JSON answer of a forced choice without a family grammar.
         return Route("legacy_jail", None, 1)
     family = family_by_key(settings.family)
@@ -117,8 +133,5 @@ def select_route(settings: ParserSettings, request: Mapping[str, Any]) -> Route:
     else:
         generation = 1
     if generation == 2 and choice.forced and settings.tool_parser is None:
-        why = f"{VERSION_VAR}=2 selects the unified parser for every request"
-        if settings.version != "2" and family is not None:
-            why = f"{family.title} is served by the unified parser only (as with {VERSION_VAR}=2)"
-        raise _jail_only(choice, why)
+        raise _v2_rejection(settings, choice)
     return Route("parser_v2" if generation == 2 else "legacy_jail", settings.family, generation)
