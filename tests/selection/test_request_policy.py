@@ -338,3 +338,21 @@ def test_lower_controls_are_validated_even_when_a_higher_one_decides() -> None:
 def test_thinking_needs_a_reasoning_parser() -> None:
     plan = _plan({"thinking": True}, tool="hermes", reasoning=None, prompt="<think>")
     assert (plan.reasoning, plan.start_in_reasoning) == (False, False)
+
+
+def test_rejection_messages_give_the_fix_that_applies() -> None:
+    body = {"tools": [WEATHER], "tool_choice": "required"}
+    # V2-only family with only a reasoning parser: no generation setting helps.
+    with pytest.raises(InvalidRequest) as err:
+        _plan(body, tool=None, reasoning="muse")
+    assert "Muse is served by the unified parser only" in str(err.value)
+    assert "DYN_PARSER_VERSION=1" not in str(err.value)
+    # V2 selected through the deprecated alias: the message says so.
+    settings = load_settings(
+        {"DYN_ENABLE_EXPERIMENTAL_PARSERS_V2": "on"}, tool_parser=None, reasoning_parser="qwen3"
+    )
+    with pytest.raises(InvalidRequest) as err:
+        plan_request(settings, body)
+    assert "DYN_ENABLE_EXPERIMENTAL_PARSERS_V2=true (meaning DYN_PARSER_VERSION=2)" in str(
+        err.value
+    )
