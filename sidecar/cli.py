@@ -1,21 +1,157 @@
-"""Command line of the sidecars (placeholder until the sidecar lands)."""
+"""Command line of the sidecars: `sidecar ENGINE ...` and `sidecar-vllm|sglang|trtllm ...`.
+
+Everything is read and validated here, once, before the server listens: the parser settings
+(`DYN_PARSER_VERSION` and friends, via `parsers.load_settings`), the parser names, the chat
+template. A bad configuration exits with status 2 and the error message on stderr.
+"""
 
 from __future__ import annotations
 
+import argparse
+import logging
+import os
+import sys
 from collections.abc import Sequence
+from pathlib import Path
+
+from parsers.errors import ConfigError
+from parsers.settings import load_settings
+from sidecar.config import DEFAULT_MAX_BODY_BYTES, SidecarConfig
+from sidecar.engine_client import Timeouts
+from sidecar.engines import ENGINES
+from sidecar.engines.base import EngineAdapter
+from sidecar.engines.sglang import SGLangAdapter
+from sidecar.engines.vllm import VLLMAdapter
+from sidecar.prompt import ChatTemplate, TemplateError
+
+EXIT_CONFIG = 2
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    raise SystemExit("sidecar: not implemented yet")
+def _parser(engine: str | None) -> argparse.ArgumentParser:
+    prog = f"sidecar-{engine}" if engine else "sidecar"
+    p = argparse.ArgumentParser(
+        prog=prog,
+        description="OpenAI-compatible chat completions in front of an inference engine.",
+    )
+    if engine is None:
+        p.add_argument("engine", choices=sorted(ENGINES), help="the engine behind this sidecar")
+    p.add_argument(
+        "--engine-url", required=True, help="base URL of the engine, e.g. http://gpu:8000"
+    )
+    p.add_argument("--model", required=True, help="model name served (sent to the engine)")
+    p.add_argument("--tool-call-parser", default=None, help="tool-call parser, e.g. hermes")
+    p.add_argument("--reasoning-parser", default=None, help="reasoning parser, e.g. qwen3")
+    p.add_argument("--chat-template", type=Path, default=None, help="Jinja2 chat template file")
+    p.add_argument("--host", default="0.0.0.0", help="listen address (default 0.0.0.0)")
+    p.add_argument("--port", type=int, default=8080, help="listen port (default 8080)")
+    p.add_argument(
+        "--engine-timeout",
+        type=float,
+        default=300.0,
+        help="seconds the engine may stay silent before the request fails (default 300)",
+    )
+    p.add_argument(
+        "--max-body-bytes",
+        type=int,
+        default=DEFAULT_MAX_BODY_BYTES,
+        help=f"largest accepted request body (default {DEFAULT_MAX_BODY_BYTES})",
+    )
+    p.add_argument(
+        "--vllm-guided-json",
+        action="store_true",
+        help="vLLM only: send the legacy `guided_json` field (vLLM < 0.11) "
+        "instead of `structured_outputs`",
+    )
+    p.add_argument(
+        "--sglang-output",
+        choices=("auto", "cumulative", "incremental"),
+        default="auto",
+        help="SGLang only: how the engine streams `text` (default: detect)",
+    )
+    p.add_argument("--log-level", default="info", help="log level (default info)")
+    p.add_argument(
+        "--check-config", action="store_true", help="validate the configuration and exit"
+    )
+    return p
+
+
+def make_adapter(engine: str, args: argparse.Namespace) -> EngineAdapter:
+    if engine == "vllm":
+        return VLLMAdapter(legacy_guided_json=args.vllm_guided_json)
+    if engine == "sglang":
+        return SGLangAdapter(output_mode=args.sglang_output)
+    return ENGINES[engine]()
+
+
+def configure(
+    engine: str, args: argparse.Namespace, environ: dict[str, str]
+) -> tuple[SidecarConfig, EngineAdapter, ChatTemplate]:
+    """Validate everything; raises ConfigError / TemplateError with a message naming the cause."""
+    if not args.engine_url.startswith(("http://", "https://")):
+        raise ConfigError(f"--engine-url {args.engine_url!r} must start with http:// or https://")
+    if args.engine_timeout <= 0:
+        raise ConfigError("--engine-timeout must be a positive number of seconds")
+    if args.max_body_bytes <= 0:
+        raise ConfigError("--max-body-bytes must be positive")
+    settings = load_settings(
+        environ, tool_parser=args.tool_call_parser, reasoning_parser=args.reasoning_parser
+    )
+    if args.chat_template is not None:
+        template = ChatTemplate.from_file(args.chat_template, settings.family)
+    else:
+        template = ChatTemplate.builtin(settings.family, settings.tool_parser)
+    config = SidecarConfig(
+        engine=engine,
+        engine_url=args.engine_url,
+        model=args.model,
+        settings=settings,
+        max_body_bytes=args.max_body_bytes,
+        timeouts=Timeouts(read=args.engine_timeout),
+    )
+    return config, make_adapter(engine, args), template
+
+
+def main(argv: Sequence[str] | None = None, engine: str | None = None) -> int:
+    args = _parser(engine).parse_args(argv)
+    engine = engine or args.engine
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        config, adapter, template = configure(engine, args, dict(os.environ))
+    except (ConfigError, TemplateError) as exc:
+        print(f"sidecar-{engine}: configuration error: {exc}", file=sys.stderr)
+        return EXIT_CONFIG
+    s = config.settings
+    summary = (
+        f"engine={engine} url={config.engine_url} model={config.model} "
+        f"tool_parser={s.tool_parser} reasoning_parser={s.reasoning_parser} "
+        f"parser_version={s.version} template={template.name}"
+    )
+    if args.check_config:
+        print(f"configuration ok: {summary}")
+        return 0
+    import uvicorn
+
+    from sidecar.app import build_app
+
+    logging.getLogger("sidecar").info("starting: %s", summary)
+    app = build_app(config, adapter, template)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower())
+    return 0
 
 
 def main_vllm() -> int:
-    return main(["vllm"])
+    return main(sys.argv[1:], engine="vllm")
 
 
 def main_sglang() -> int:
-    return main(["sglang"])
+    return main(sys.argv[1:], engine="sglang")
 
 
 def main_trtllm() -> int:
-    return main(["trtllm"])
+    return main(sys.argv[1:], engine="trtllm")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,20 @@
+"""The sidecar's configuration: built once at startup by the CLI, frozen, passed down."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from parsers.settings import ParserSettings
+from sidecar.engine_client import Timeouts
+
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class SidecarConfig:
+    engine: str  # "vllm" | "sglang" | "trtllm"
+    engine_url: str
+    model: str
+    settings: ParserSettings
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    timeouts: Timeouts = field(default_factory=Timeouts)

@@ -1,0 +1,172 @@
+"""HTTP I/O with the engine: one pooled async client, errors mapped to `EngineError`."""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from sidecar.engines.base import EngineAdapter, EngineEvent, EngineRequest, malformed
+from sidecar.errors import EngineError
+from sidecar.sse import DONE, SSEDecoder
+
+log = logging.getLogger("sidecar.engine")
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    connect: float = 5.0
+    read: float = 300.0  # longest silence allowed between two engine events
+    health: float = 2.0
+
+
+def _error_message(body: bytes) -> str:
+    """The engine's own error message when it sent one, else a short excerpt."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body[:200].decode("utf-8", "replace")
+    if isinstance(data, dict):
+        err = data.get("error", data)
+        if isinstance(err, dict):
+            msg = err.get("message") or err.get("detail")
+            if isinstance(msg, str):
+                return msg
+        detail = data.get("detail") or data.get("message")
+        if isinstance(detail, str):
+            return detail
+    return json.dumps(data)[:200]
+
+
+class EngineStream:
+    """An open streamed engine response; iterate it for events, always `aclose()` it."""
+
+    def __init__(self, response: httpx.Response, adapter: EngineAdapter, timeout: float):
+        self._response = response
+        self._decoder = adapter.decoder()
+        self._timeout = timeout
+
+    async def events(self) -> AsyncIterator[EngineEvent]:
+        sse = SSEDecoder()
+        finished = False
+        try:
+            async for line in self._response.aiter_lines():
+                data = sse.line(line)
+                if data is None:
+                    continue
+                if data == DONE:
+                    return
+                event = self._decoder.decode(_json(data))
+                finished = finished or event.finish_reason is not None
+                yield event
+            tail = sse.flush()
+            if tail is not None and tail != DONE:
+                event = self._decoder.decode(_json(tail))
+                finished = finished or event.finish_reason is not None
+                yield event
+        except httpx.TimeoutException:
+            raise EngineError(
+                504, f"engine sent nothing for {self._timeout:g}s", "engine_timeout"
+            ) from None
+        except httpx.TransportError as exc:
+            raise EngineError(
+                502, f"engine closed the stream before finishing ({exc!r})", "engine_stream_closed"
+            ) from None
+        if not finished:
+            raise EngineError(
+                502, "engine closed the stream before finishing", "engine_stream_closed"
+            )
+
+    async def aclose(self) -> None:
+        await self._response.aclose()
+
+
+def _json(data: str) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError:
+        raise malformed(f"event data is not JSON: {data[:80]!r}") from None
+
+
+class EngineClient:
+    def __init__(self, base_url: str, adapter: EngineAdapter, timeouts: Timeouts) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.adapter = adapter
+        self.timeouts = timeouts
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url,
+            timeout=httpx.Timeout(timeouts.read, connect=timeouts.connect),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
+        )
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    async def healthy(self) -> bool:
+        try:
+            response = await self._client.get(
+                self.adapter.health_path, timeout=self.timeouts.health
+            )
+        except httpx.HTTPError:
+            return False
+        return response.status_code == 200
+
+    async def _send(self, request: EngineRequest) -> httpx.Response:
+        body = self.adapter.build_body(request)
+        req = self._client.build_request("POST", self.adapter.generate_path, json=body)
+        try:
+            response = await self._client.send(req, stream=True)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            raise EngineError(
+                503, f"engine unreachable at {self.base_url} ({exc!r})", "engine_unavailable"
+            ) from None
+        except httpx.TimeoutException:
+            raise EngineError(
+                504, f"engine sent nothing for {self.timeouts.read:g}s", "engine_timeout"
+            ) from None
+        except httpx.TransportError as exc:
+            raise EngineError(
+                502, f"engine connection failed ({exc!r})", "engine_stream_closed"
+            ) from None
+        if response.status_code != 200:
+            try:
+                raw = await response.aread()
+            except httpx.HTTPError:
+                raw = b""
+            finally:
+                await response.aclose()
+            message = _error_message(raw)
+            log.warning("engine answered HTTP %s: %s", response.status_code, message)
+            if 400 <= response.status_code < 500:
+                raise EngineError(400, f"engine rejected the request: {message}", "engine_rejected")
+            raise EngineError(
+                502, f"engine answered HTTP {response.status_code}: {message}", "engine_error"
+            )
+        return response
+
+    async def open_stream(self, request: EngineRequest) -> EngineStream:
+        """Send a streamed request; raises `EngineError` before anything is streamed."""
+        return EngineStream(await self._send(request), self.adapter, self.timeouts.read)
+
+    async def complete(self, request: EngineRequest) -> EngineEvent:
+        response = await self._send(request)
+        try:
+            raw = await response.aread()
+        except httpx.TimeoutException:
+            raise EngineError(
+                504, f"engine sent nothing for {self.timeouts.read:g}s", "engine_timeout"
+            ) from None
+        except httpx.TransportError as exc:
+            raise EngineError(
+                502, f"engine closed the connection ({exc!r})", "engine_stream_closed"
+            ) from None
+        finally:
+            await response.aclose()
+        event = self.adapter.decode_response(_json(raw.decode("utf-8", "replace")))
+        if event.finish_reason is None:
+            raise malformed("response has no finish reason")
+        return event

@@ -1,0 +1,130 @@
+"""What every engine adapter provides: request bodies out, typed events in (no I/O here)."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from sidecar.errors import EngineError
+from sidecar.request import Sampling
+
+
+@dataclass(frozen=True)
+class EngineRequest:
+    model: str
+    prompt: str
+    sampling: Sampling
+    stream: bool
+    guided_json: Mapping[str, Any] | None = None  # JSON schema the output must follow
+
+
+@dataclass(frozen=True)
+class Usage:
+    prompt_tokens: int
+    completion_tokens: int
+
+    def as_dict(self) -> dict[str, int]:
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "total_tokens": self.prompt_tokens + self.completion_tokens,
+        }
+
+
+@dataclass(frozen=True)
+class EngineEvent:
+    text: str = ""  # newly generated text (a delta, whatever the engine sent)
+    finish_reason: str | None = None  # "stop" | "length" once the engine is done
+    stop_reason: str | int | None = None  # the stop string / token that ended generation
+    usage: Usage | None = None
+
+
+def malformed(what: str) -> EngineError:
+    return EngineError(502, f"engine sent a malformed response: {what}", "engine_protocol_error")
+
+
+class StreamDecoder(ABC):
+    """Per-stream state: one decoded SSE `data:` JSON payload in, one event out."""
+
+    @abstractmethod
+    def decode(self, payload: Any) -> EngineEvent: ...
+
+
+class EngineAdapter(ABC):
+    kind: ClassVar[str]
+    generate_path: ClassVar[str]
+    health_path: ClassVar[str] = "/health"
+
+    @abstractmethod
+    def build_body(self, request: EngineRequest) -> dict[str, Any]: ...
+
+    @abstractmethod
+    def decoder(self) -> StreamDecoder: ...
+
+    def decode_response(self, payload: Any) -> EngineEvent:
+        """A non-streamed response body is decoded like a single stream event."""
+        return self.decoder().decode(payload)
+
+
+def finish_from_openai(reason: Any) -> str | None:
+    """OpenAI-style completion finish reasons (vLLM, TRT-LLM); engine aborts are errors."""
+    if reason is None:
+        return None
+    if reason in ("stop", "length"):
+        return str(reason)
+    if reason == "abort":
+        raise EngineError(502, "engine aborted the request", "engine_aborted")
+    if isinstance(reason, str):
+        return "stop"  # other engine-specific reasons end the text like a stop
+    raise malformed(f"finish_reason {reason!r}")
+
+
+def usage_from_openai(usage: Any) -> Usage | None:
+    if not isinstance(usage, Mapping):
+        return None
+    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
+    if not isinstance(prompt, int) or not isinstance(completion, int):
+        return None
+    return Usage(prompt, completion)
+
+
+class CompletionsDecoder(StreamDecoder):
+    """OpenAI `/v1/completions` payloads: `choices[0].text` deltas (vLLM, trtllm-serve)."""
+
+    def decode(self, payload: Any) -> EngineEvent:
+        if not isinstance(payload, Mapping):
+            raise malformed("event is not a JSON object")
+        if "error" in payload and "choices" not in payload:
+            err = payload["error"]
+            message = err.get("message") if isinstance(err, Mapping) else str(err)
+            raise EngineError(502, f"engine reported an error: {message}", "engine_error")
+        choices = payload.get("choices")
+        if not isinstance(choices, list):
+            raise malformed("'choices' missing")
+        usage = usage_from_openai(payload.get("usage"))
+        if not choices:  # the usage-only chunk of stream_options.include_usage
+            return EngineEvent(usage=usage)
+        choice = choices[0]
+        text = choice.get("text") if isinstance(choice, Mapping) else None
+        if not isinstance(text, str):
+            raise malformed("'choices[0].text' missing")
+        return EngineEvent(
+            text=text,
+            finish_reason=finish_from_openai(choice.get("finish_reason")),
+            stop_reason=choice.get("stop_reason"),
+            usage=usage,
+        )
+
+
+def sampling_fields(s: Sampling, names: Mapping[str, str]) -> dict[str, Any]:
+    """Sampling values that were set, renamed for the engine (`names`: ours -> theirs)."""
+    out: dict[str, Any] = {}
+    for ours, theirs in names.items():
+        value = getattr(s, ours)
+        if value is not None:
+            out[theirs] = value
+    if s.stop:
+        out["stop"] = list(s.stop)
+    return out

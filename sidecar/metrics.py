@@ -1,0 +1,63 @@
+"""Prometheus metrics of one sidecar (its own registry, so several apps can share a process)."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+_LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
+
+
+class Metrics:
+    content_type = CONTENT_TYPE_LATEST
+
+    def __init__(self, engine: str) -> None:
+        self.registry = CollectorRegistry()
+        self.requests = Counter(
+            "sidecar_requests",
+            "Chat completion requests by final HTTP status",
+            ["engine", "status"],
+            registry=self.registry,
+        )
+        self.errors = Counter(
+            "sidecar_request_errors",
+            "Failed chat completion requests by HTTP status and error code",
+            ["engine", "status", "code"],
+            registry=self.registry,
+        )
+        self.routes = Counter(
+            "sidecar_parser_route_requests",
+            "Chat completion requests by the parser route that served them",
+            ["engine", "route"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "sidecar_request_duration_seconds",
+            "Chat completion latency, request received to last byte",
+            ["engine", "stream"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.ttft = Histogram(
+            "sidecar_time_to_first_token_seconds",
+            "Streamed chat completions: request received to first generated delta sent",
+            ["engine"],
+            buckets=_LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        self.engine = engine
+
+    def route(self, route: str) -> None:
+        self.routes.labels(self.engine, route).inc()
+
+    def done(self, status: int, seconds: float, stream: bool, code: str | None = None) -> None:
+        self.requests.labels(self.engine, str(status)).inc()
+        if status >= 400:
+            self.errors.labels(self.engine, str(status), code or "unknown").inc()
+        self.latency.labels(self.engine, "true" if stream else "false").observe(seconds)
+
+    def first_token(self, seconds: float) -> None:
+        self.ttft.labels(self.engine).observe(seconds)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

@@ -1,0 +1,149 @@
+"""Prompt rendering with sandboxed Jinja2 chat templates (built-in per family, or a file).
+
+Templates see the Hugging Face chat-template variables (`messages`, `tools`,
+`add_generation_prompt`, `bos_token`, `raise_exception`, `tojson`) plus `enable_thinking`
+(the request's resolved thinking switch) and the request's `chat_template_kwargs`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from datetime import datetime
+from importlib import resources
+from pathlib import Path
+from typing import Any, NoReturn
+
+import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from sidecar.errors import APIError, bad_request
+
+
+class TemplateError(Exception):
+    """A chat template that cannot be loaded (startup) — the message names the file."""
+
+
+# (family key, tool parser) -> built-in template file; the tool parser picks a variant.
+_BUILTIN: dict[str | None, str] = {
+    None: "chatml.jinja",
+    "qwen3": "qwen3.jinja",
+    "glm": "glm.jinja",
+    "deepseek_v4": "deepseek.jinja",
+    "deepseek_v41": "deepseek.jinja",
+    "kimi_k2": "kimi_k2.jinja",
+    "kimi_k3": "kimi_k3.jinja",
+    "gemma4": "gemma4.jinja",
+    "muse": "muse.jinja",
+}
+_VARIANTS: dict[str, str] = {"qwen3_coder": "qwen3_coder.jinja"}
+
+
+def builtin_name(family: str | None, tool_parser: str | None) -> str:
+    if tool_parser in _VARIANTS:
+        return _VARIANTS[tool_parser]
+    return _BUILTIN.get(family, "chatml.jinja")
+
+
+def _raise(message: str) -> NoReturn:
+    raise jinja2.TemplateError(message)
+
+
+def _tojson(value: Any, indent: int | None = None) -> str:
+    # HF templates expect plain JSON (no HTML escaping, non-ASCII kept).
+    return json.dumps(value, ensure_ascii=False, indent=indent)
+
+
+def _arguments(value: Any) -> Any:
+    """Assistant tool-call arguments arrive as a JSON string; templates want the object."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _environment() -> ImmutableSandboxedEnvironment:
+    env = ImmutableSandboxedEnvironment(
+        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False
+    )
+    env.filters["tojson"] = _tojson
+    env.filters["from_json"] = _arguments
+    env.globals["raise_exception"] = _raise
+    env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
+    return env
+
+
+def _text(content: Any) -> str:
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    return "".join(part.get("text", "") for part in content if isinstance(part, Mapping))
+
+
+def _normalize(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    out = []
+    for message in messages:
+        m = dict(message)
+        m["content"] = _text(message.get("content"))
+        if m["role"] == "developer":
+            m["role"] = "system"
+        m["tool_calls"] = [
+            {**call, "function": {**fn, "arguments": _arguments(fn.get("arguments"))}}
+            for call in message.get("tool_calls") or []
+            if isinstance(call, Mapping) and isinstance(fn := call.get("function"), Mapping)
+        ]
+        out.append(m)
+    return out
+
+
+class ChatTemplate:
+    def __init__(self, source: str, name: str, family: str | None) -> None:
+        self.name = name
+        self.family = family
+        try:
+            self._template = _environment().from_string(source)
+        except jinja2.TemplateSyntaxError as exc:
+            raise TemplateError(f"chat template {name}: line {exc.lineno}: {exc.message}") from None
+
+    @classmethod
+    def builtin(cls, family: str | None, tool_parser: str | None) -> ChatTemplate:
+        name = builtin_name(family, tool_parser)
+        source = resources.files("sidecar.templates").joinpath(name).read_text("utf-8")
+        return cls(source, f"built-in {name}", family)
+
+    @classmethod
+    def from_file(cls, path: Path, family: str | None) -> ChatTemplate:
+        try:
+            source = path.read_text("utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise TemplateError(f"--chat-template {path}: cannot read: {exc}") from None
+        return cls(source, str(path), family)
+
+    def render(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        *,
+        thinking: bool,
+        template_kwargs: Mapping[str, Any] | None = None,
+    ) -> str:
+        """The prompt text; a template that rejects the conversation is a 400."""
+        context: dict[str, Any] = {
+            **(template_kwargs or {}),
+            "messages": _normalize(messages),
+            "tools": tools or None,
+            "add_generation_prompt": True,
+            "enable_thinking": thinking,
+            "family": self.family,
+        }
+        try:
+            return self._template.render(context)
+        except jinja2.TemplateError as exc:
+            raise bad_request(f"chat template rejected the messages: {exc}", "messages") from None
+        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+            raise APIError(
+                400, f"chat template failed on these messages: {exc!r}", param="messages"
+            ) from None

@@ -1,0 +1,43 @@
+"""Server-sent events: decoding the engine's stream and encoding ours (pure functions)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+DONE = "[DONE]"
+
+
+class SSEDecoder:
+    """Collects `data:` lines into events; one event per blank line (WHATWG SSE rules)."""
+
+    def __init__(self) -> None:
+        self._data: list[str] = []
+
+    def line(self, line: str) -> str | None:
+        """Feed one line (without its newline); returns an event's data when one completes."""
+        if not line:
+            if not self._data:
+                return None
+            data = "\n".join(self._data)
+            self._data = []
+            return data
+        if line.startswith(":"):
+            return None  # comment / keep-alive
+        field, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if field == "data":
+            self._data.append(value)
+        return None
+
+    def flush(self) -> str | None:
+        """Data of an event the stream ended without terminating with a blank line."""
+        return self.line("")
+
+
+def encode(payload: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n"
+
+
+DONE_BYTES = b"data: [DONE]\n\n"
