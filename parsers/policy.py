@@ -60,6 +60,10 @@ MARKERS: dict[str, _Markers] = {
 _FORCED_START = frozenset({"kimi_k25", "deepseek_v4"})
 # Starts in reasoning when no prompt is given (the template normally prefills the opener).
 _PREFILLED_WITHOUT_PROMPT = frozenset({"kimi_k3"})
+# Channel grammars (Kimi K3, Muse) carry the reasoning channel in the tool grammar itself: a
+# deployment naming only their tool parser still has its reasoning channel parsed (the plan's
+# `reasoning_parser` then names it). Marker families need the reasoning parser named.
+_CHANNEL_REASONING = {"kimi_k3": "kimi_k3", "muse": "muse"}
 # A closed reasoning block at the end of the prompt means thinking is off (spec: DeepSeek V4.1).
 _CLOSER_MEANS_OFF = frozenset({"deepseek_v41"})
 
@@ -208,6 +212,8 @@ def plan_request(
     route = select_route(settings, request)
 
     reasoning_parser = settings.reasoning_parser
+    if reasoning_parser is None and settings.tool_parser is not None:
+        reasoning_parser = _CHANNEL_REASONING.get(settings.tool_parser)
     reasoning = reasoning_parser is not None and thinking
     start = False
     if reasoning_parser is not None:

@@ -335,9 +335,24 @@ def test_lower_controls_are_validated_even_when_a_higher_one_decides() -> None:
     assert err.value.param == "reasoning_effort"
 
 
-def test_thinking_needs_a_reasoning_parser() -> None:
-    plan = _plan({"thinking": True}, tool="hermes", reasoning=None, prompt="<think>")
-    assert (plan.reasoning, plan.start_in_reasoning) == (False, False)
+def test_marker_families_need_the_reasoning_parser_named() -> None:
+    # Kimi K2 without `kimi_k25`: a non-thinking model, never forced into reasoning.
+    for tool in ("hermes", "kimi_k2", "deepseek_v4", "glm47"):
+        plan = _plan({"thinking": True}, tool=tool, reasoning=None, prompt="<think>")
+        assert (plan.reasoning, plan.start_in_reasoning, plan.reasoning_parser) == (
+            False,
+            False,
+            None,
+        )
+
+
+@pytest.mark.parametrize("family", ["kimi_k3", "muse"])
+def test_channel_families_parse_reasoning_with_the_tool_parser_alone(family: str) -> None:
+    plan = _plan({}, tool=family, reasoning=None)
+    assert (plan.reasoning, plan.reasoning_parser) == (True, family)
+    assert _plan({"thinking": False}, tool=family, reasoning=None).reasoning is False
+    # Kimi K3 without a prompt starts in its (normally prefilled) think channel.
+    assert plan.start_in_reasoning is (family == "kimi_k3")
 
 
 def test_rejection_messages_give_the_fix_that_applies() -> None:
