@@ -34,7 +34,16 @@ GEMMA4 = Family("gemma4", "Gemma 4", frozenset({1, 2}), False)
 MUSE = Family("muse", "Muse", frozenset({2}), True)
 QWEN3 = Family("qwen3", "Qwen3", frozenset({1, 2}), True)
 
-FAMILIES: tuple[Family, ...] = (GLM, DEEPSEEK_V4, DEEPSEEK_V41, KIMI_K2, KIMI_K3, GEMMA4, MUSE, QWEN3)
+FAMILIES: tuple[Family, ...] = (
+    GLM,
+    DEEPSEEK_V4,
+    DEEPSEEK_V41,
+    KIMI_K2,
+    KIMI_K3,
+    GEMMA4,
+    MUSE,
+    QWEN3,
+)
 
 # name as written (normalized) -> (canonical grammar name, family)
 TOOL_PARSERS: dict[str, ParserName] = {
