@@ -1,0 +1,164 @@
+"""The public parsing API: `parse`, `StreamParser`, `stream` (issue 3, item 3).
+
+Each call builds deployment settings from the parser names (`policy.settings_for`), a request
+mapping from the keyword arguments, and lets the request policy (`policy.plan_request`) decide
+the route and everything else; the engine then only follows that plan.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from parsers.engine import Engine
+from parsers.ids import IdFactory, new_call_id
+from parsers.plan import ParsePlan
+from parsers.policy import plan_request, settings_for
+from parsers.types import Delta, ParsedMessage, ToolCall
+
+
+def make_plan(
+    *,
+    tool_parser: str | None = None,
+    reasoning_parser: str | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    tool_choice: str | Mapping[str, Any] | None = None,
+    generation: int | None = None,
+    thinking: bool | Mapping[str, Any] | None = None,
+    prompt: str | None = None,
+    request: Mapping[str, Any] | None = None,
+) -> ParsePlan:
+    """The plan `parse`/`StreamParser` follow. `request` adds other request fields
+    (`reasoning_effort`, `chat_template_kwargs`, `response_format`, ...)."""
+    settings = settings_for(tool_parser, reasoning_parser, generation)
+    req: dict[str, Any] = dict(request or {})
+    if tools is not None:
+        req["tools"] = list(tools)
+    if tool_choice is not None:
+        req["tool_choice"] = tool_choice
+    if thinking is not None:
+        req["thinking"] = thinking
+    return plan_request(settings, req, prompt)
+
+
+class StreamParser:
+    """Incremental parser for one response: `feed(chunk)` and `finish()` return deltas."""
+
+    def __init__(
+        self,
+        *,
+        tool_parser: str | None = None,
+        reasoning_parser: str | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = None,
+        generation: int | None = None,
+        thinking: bool | Mapping[str, Any] | None = None,
+        prompt: str | None = None,
+        request: Mapping[str, Any] | None = None,
+        plan: ParsePlan | None = None,
+        id_factory: IdFactory = new_call_id,
+    ) -> None:
+        if plan is None:
+            plan = make_plan(
+                tool_parser=tool_parser,
+                reasoning_parser=reasoning_parser,
+                tools=tools,
+                tool_choice=tool_choice,
+                generation=generation,
+                thinking=thinking,
+                prompt=prompt,
+                request=request,
+            )
+        self.plan = plan
+        self._engine = Engine(plan, id_factory=id_factory)
+
+    @property
+    def route(self) -> str:
+        return self.plan.route
+
+    @property
+    def finish_reason(self) -> str | None:
+        """None until `finish`; then `tool_calls` when any call was emitted, else the reason."""
+        return self._engine.finish_reason
+
+    def feed(self, chunk: str) -> list[Delta]:
+        return self._engine.feed(chunk)
+
+    def finish(self, reason: str = "stop") -> list[Delta]:
+        return self._engine.finish(reason)
+
+
+class Aggregate:
+    """Collects deltas into a `ParsedMessage` (what a non-streaming client would receive)."""
+
+    def __init__(self) -> None:
+        self.content: list[str] = []
+        self.reasoning: list[str] = []
+        self.calls: dict[int, list[str]] = {}
+        self.heads: dict[int, tuple[str, str]] = {}
+
+    def add(self, deltas: Iterable[Delta]) -> None:
+        for d in deltas:
+            if d.content:
+                self.content.append(d.content)
+            if d.reasoning_content:
+                self.reasoning.append(d.reasoning_content)
+            for c in d.tool_calls:
+                if c.id is not None or c.name is not None:
+                    self.heads[c.index] = (c.id or "", c.name or "")
+                self.calls.setdefault(c.index, [])
+                if c.arguments:
+                    self.calls[c.index].append(c.arguments)
+
+    def message(self, finish_reason: str | None, route: Any) -> ParsedMessage:
+        calls = [
+            ToolCall(self.heads[i][0], self.heads[i][1], "".join(self.calls[i]) or "{}")
+            for i in sorted(self.calls)
+        ]
+        return ParsedMessage(
+            content="".join(self.content) or None,
+            reasoning_content="".join(self.reasoning) or None,
+            tool_calls=calls,
+            finish_reason=finish_reason,
+            route=route,
+        )
+
+
+def stream(chunks: Iterable[str], *, finish_reason: str = "stop", **kwargs: Any) -> ParsedMessage:
+    """Feed `chunks` to a `StreamParser` (same keyword arguments) and aggregate the deltas."""
+    parser = StreamParser(**kwargs)
+    agg = Aggregate()
+    for chunk in chunks:
+        agg.add(parser.feed(chunk))
+    agg.add(parser.finish(finish_reason))
+    return agg.message(parser.finish_reason, parser.route)
+
+
+def parse(
+    text: str,
+    *,
+    tool_parser: str | None = None,
+    reasoning_parser: str | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    tool_choice: str | Mapping[str, Any] | None = None,
+    generation: int | None = None,
+    thinking: bool | Mapping[str, Any] | None = None,
+    prompt: str | None = None,
+    finish_reason: str = "stop",
+    request: Mapping[str, Any] | None = None,
+    id_factory: IdFactory = new_call_id,
+) -> ParsedMessage:
+    """Parse a whole response (batch): the same engine fed once, so batch equals streaming."""
+    return stream(
+        [text],
+        finish_reason=finish_reason,
+        tool_parser=tool_parser,
+        reasoning_parser=reasoning_parser,
+        tools=tools,
+        tool_choice=tool_choice,
+        generation=generation,
+        thinking=thinking,
+        prompt=prompt,
+        request=request,
+        id_factory=id_factory,
+    )

@@ -1,0 +1,122 @@
+"""Events -> OpenAI deltas: ids, dense indexes, tool_choice filtering, V1 whole-call delivery.
+
+Shared by every family and both generations, so these request-policy rules live in one place:
+* tool_choice `none`: calls are not emitted (their markup was consumed by the parser);
+* named tool_choice: calls to any other tool are dropped, indexes stay dense;
+* V1 (`whole_calls`): a call goes out as one delta once it ends; a call that did not complete
+  goes out as its raw text, as content;
+* ids: the native id when the family gives one, else the id factory (`call-<uuid>`).
+"""
+
+from __future__ import annotations
+
+from parsers.families.base import CallArgs, CallBegin, CallEnd, Event, Text
+from parsers.ids import IdFactory, new_call_id
+from parsers.plan import ToolMode
+from parsers.types import Delta, ToolCallDelta
+
+
+class Emitter:
+    def __init__(
+        self,
+        *,
+        whole_calls: bool,
+        tool_mode: ToolMode = "auto",
+        named_tool: str | None = None,
+        id_factory: IdFactory = new_call_id,
+    ) -> None:
+        self._whole = whole_calls
+        self._mode = tool_mode
+        self._named = named_tool
+        self._ids = id_factory
+        self.calls = 0  # calls emitted (indexes are 0..calls-1)
+        self._open: ToolCallDelta | None = None  # whole_calls: the call being collected
+        self._args: list[str] = []
+        self._skip = False  # the current call is dropped
+        self._in_call = False
+
+    def push(self, events: list[Event]) -> list[Delta]:
+        out: list[Delta] = []
+        content: list[str] = []
+        reasoning: list[str] = []
+        calls: list[ToolCallDelta] = []
+
+        def flush() -> None:
+            if content or reasoning or calls:
+                out.append(
+                    Delta(
+                        content="".join(content) or None,
+                        reasoning_content="".join(reasoning) or None,
+                        tool_calls=_merge(calls),
+                    )
+                )
+                content.clear()
+                reasoning.clear()
+                calls.clear()
+
+        for ev in events:
+            if isinstance(ev, Text):
+                if not ev.text:
+                    continue
+                if calls:
+                    flush()
+                (reasoning if ev.channel == "reasoning" else content).append(ev.text)
+            elif isinstance(ev, CallBegin):
+                self._in_call = True
+                self._skip = self._mode == "none" or (
+                    self._mode == "named" and self._named is not None and ev.name != self._named
+                )
+                if self._skip:
+                    continue
+                delta = ToolCallDelta(self.calls, ev.id or self._ids(), ev.name, None)
+                self.calls += 1
+                if self._whole:
+                    self._open = delta
+                    self._args = []
+                else:
+                    if content or reasoning:
+                        flush()
+                    calls.append(delta)
+            elif isinstance(ev, CallArgs):
+                if self._skip or not ev.fragment:
+                    continue
+                if self._whole:
+                    self._args.append(ev.fragment)
+                else:
+                    calls.append(ToolCallDelta(self.calls - 1, arguments=ev.fragment))
+            elif isinstance(ev, CallEnd):
+                self._in_call = False
+                if self._skip:
+                    self._skip = False
+                    continue
+                if self._whole and self._open is not None:
+                    opened, self._open = self._open, None
+                    if ev.complete:
+                        if content or reasoning:
+                            flush()
+                        args = "".join(self._args)
+                        calls.append(
+                            ToolCallDelta(opened.index, opened.id, opened.name, args or "{}")
+                        )
+                    else:
+                        self.calls -= 1  # the index was never shown: keep indexes dense
+                        if ev.raw:
+                            if calls:
+                                flush()
+                            content.append(ev.raw)
+        flush()
+        return out
+
+
+def _merge(calls: list[ToolCallDelta]) -> list[ToolCallDelta]:
+    """Join consecutive fragments of the same call into one delta."""
+    merged: list[ToolCallDelta] = []
+    for c in calls:
+        if merged and merged[-1].index == c.index and c.id is None and c.name is None:
+            last = merged[-1]
+            merged[-1] = ToolCallDelta(
+                last.index, last.id, last.name, (last.arguments or "") + (c.arguments or "")
+            )
+        else:
+            merged.append(c)
+    return merged

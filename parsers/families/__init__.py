@@ -1,0 +1,60 @@
+"""Family grammar registry: canonical parser names (parsers.registry) -> grammar objects.
+
+Each family module (keyed by the registry family key) exports two dicts keyed by canonical
+name: `TOOL_GRAMMARS: dict[str, AnyToolGrammar]` and
+`REASONING_GRAMMARS: dict[str, AnyReasoningGrammar]`. Modules are imported lazily, so a family
+that is not implemented yet only fails when it is used, with a ConfigError saying so.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from parsers.errors import ConfigError
+from parsers.families.base import AnyReasoningGrammar, AnyToolGrammar
+from parsers.registry import REASONING_PARSERS, TOOL_PARSERS
+
+# registry family key -> module holding its grammars
+FAMILY_MODULES: dict[str, str] = {
+    "qwen3": "parsers.families.qwen3",
+    "glm": "parsers.families.glm",
+    "deepseek_v4": "parsers.families.deepseek_v4",
+    "deepseek_v41": "parsers.families.deepseek_v41",
+    "kimi_k2": "parsers.families.kimi_k2",
+    "kimi_k3": "parsers.families.kimi_k3",
+    "gemma4": "parsers.families.gemma4",
+    "muse": "parsers.families.muse",
+}
+
+
+def _module(family: str) -> ModuleType:
+    path = FAMILY_MODULES.get(family)
+    if path is None:
+        raise ConfigError(f"no grammar module registered for family {family!r}")
+    try:
+        return importlib.import_module(path)
+    except ModuleNotFoundError as err:
+        if err.name != path:
+            raise
+        raise ConfigError(f"family {family!r} is not implemented yet ({path})") from err
+
+
+def tool_grammar(canonical: str) -> AnyToolGrammar:
+    """The grammar of a canonical tool parser name (e.g. "hermes")."""
+    entry = TOOL_PARSERS[canonical]
+    grammars: dict[str, AnyToolGrammar] = _module(entry.family.key).TOOL_GRAMMARS
+    try:
+        return grammars[canonical]
+    except KeyError:
+        raise ConfigError(f"tool parser {canonical!r} has no grammar yet") from None
+
+
+def reasoning_grammar(canonical: str) -> AnyReasoningGrammar:
+    """The grammar of a canonical reasoning parser name (e.g. "qwen3")."""
+    entry = REASONING_PARSERS[canonical]
+    grammars: dict[str, AnyReasoningGrammar] = _module(entry.family.key).REASONING_GRAMMARS
+    try:
+        return grammars[canonical]
+    except KeyError:
+        raise ConfigError(f"reasoning parser {canonical!r} has no grammar yet") from None

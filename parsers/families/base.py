@@ -1,0 +1,213 @@
+"""The family contract: what a model family module provides to the two parser engines.
+
+A family describes its output grammar once; both engines (V1 legacy jail, `parsers.v1`, and V2
+unified parser, `parsers.v2`) run it. See docs/parsers-internals.md for how to add one.
+
+Two shapes of family:
+
+* Marker families (Hermes, Qwen3-Coder, GLM, DeepSeek DSML, Kimi K2, Gemma 4): free text with
+  call regions that begin at a start marker. They subclass `ToolGrammar` (start markers, V1 jail
+  end markers, an incremental `CallScanner` for the text after a start marker) and use a
+  `ReasoningGrammar` (open/close markers). The engines do everything else: reasoning/content
+  splitting, marker hold-back, quote awareness (V2), guided JSON, tool_choice filtering.
+* Channel families (Kimi K3, Muse): the whole output is a channel grammar. They subclass
+  `ChannelGrammar` and build their own `FamilyMachine` per request, reusing the shared
+  utilities (`parsers.scan`, `parsers.jsonstream`, `parsers.schema`, `parsers.guided`).
+
+Everything a family produces is a flat list of `Event`s; `parsers.emit.Emitter` turns events
+into OpenAI deltas (ids, dense indexes, named filtering, V1 whole-call delivery).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from parsers.plan import ParsePlan
+
+Channel = Literal["content", "reasoning"]
+Generation = Literal[1, 2]
+
+
+# --- events -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Text:
+    """Plain text for the `content` or `reasoning_content` channel."""
+
+    text: str
+    channel: Channel = "content"
+
+
+@dataclass(frozen=True, slots=True)
+class CallBegin:
+    """A call's name is complete. `id` is the model's native id (Kimi), else None (generated)."""
+
+    name: str
+    id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CallArgs:
+    """The next fragment of the current call's arguments JSON (canonical, see jsonstream)."""
+
+    fragment: str
+
+
+@dataclass(frozen=True, slots=True)
+class CallEnd:
+    """The current call is over.
+
+    complete=False: the call was force-closed (end of output, or malformed after its name went
+    out). The fragments sent so far plus any closing text sent with it form valid JSON. `raw`
+    is the call's own markup as the model wrote it; V1, which has not sent anything yet,
+    returns it as content instead of the call (lossless).
+    """
+
+    complete: bool = True
+    raw: str = ""
+
+
+Event = Text | CallBegin | CallArgs | CallEnd
+
+
+# --- per-request context ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """What a scanner may know about the request: declared tools (for schema typing)."""
+
+    schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # tool -> parameters
+
+    @classmethod
+    def from_tools(cls, tools: tuple[Mapping[str, Any], ...] | list[Any] | None) -> CallContext:
+        from parsers.schema import tool_schemas
+
+        return cls(tool_schemas(tools or ()))
+
+    def param_schema(self, tool: str, key: str) -> Mapping[str, Any] | None:
+        """The JSON schema of `tool`'s parameter `key`, or None when not declared."""
+        params = self.schemas.get(tool)
+        if not isinstance(params, Mapping):
+            return None
+        props = params.get("properties")
+        if not isinstance(props, Mapping):
+            return None
+        found = props.get(key)
+        return found if isinstance(found, Mapping) else None
+
+    def has_schema(self, tool: str) -> bool:
+        return tool in self.schemas
+
+
+# --- marker families ----------------------------------------------------------------------
+
+
+ScanStatus = Literal["more", "done", "reject"]
+
+
+@dataclass(slots=True)
+class ScanResult:
+    """What a `CallScanner` returns for each `feed`/`finish`.
+
+    status "more": the region goes on, feed more text.
+    status "done": the region ended; `rest` is text after it (the engine scans it as content).
+    status "reject": not a call after all (only allowed before any event was returned): the
+        engine emits the start marker as text and re-scans `rest`, which must be exactly all
+        text fed since the start marker.
+    """
+
+    events: list[Event]
+    status: ScanStatus = "more"
+    rest: str = ""
+
+
+class CallScanner(ABC):
+    """Incremental parser for one call region, fed the text that follows a start marker.
+
+    Rules (the engines and the property tests rely on them):
+    * Chunk invariance: the merged events, status and rest must not depend on how the input
+      is split between `feed` calls.
+    * Linear: never re-scan text already consumed; hold back only what may still change.
+    * Early delivery (V2): `CallBegin` once the name is complete; string argument text as it
+      arrives; a non-string value only once complete. Every concatenation of `CallArgs`
+      fragments is a prefix of the final arguments JSON (use `parsers.jsonstream`).
+    * `finish()` is end of output: return "done" (force-closing an open call with
+      `CallEnd(complete=False, raw=...)`, closing its JSON) or "reject" if nothing was emitted.
+    """
+
+    @abstractmethod
+    def feed(self, text: str) -> ScanResult: ...
+
+    @abstractmethod
+    def finish(self) -> ScanResult: ...
+
+
+class ToolGrammar(ABC):
+    """A marker family's tool-call grammar (one instance per canonical tool parser name)."""
+
+    name: str  # canonical tool parser name, e.g. "hermes"
+    start_markers: tuple[str, ...]  # text that opens a call region
+    # An opener that the quoted-marker tests wrap in quotes (defaults to start_markers[0]).
+    quoted_opener: str | None = None
+
+    @abstractmethod
+    def jail_end_markers(self, start: str) -> tuple[str, ...]:
+        """V1: the jail opened by `start` ends right after the first of these markers."""
+
+    @abstractmethod
+    def scanner(self, start: str, ctx: CallContext) -> CallScanner:
+        """A scanner for the region opened by the start marker `start`."""
+
+
+@dataclass(frozen=True)
+class ReasoningGrammar:
+    """A marker family's reasoning markers (one instance per canonical reasoning parser name).
+
+    Whether output starts inside reasoning is the plan's decision (`ParsePlan.start_in_reasoning`,
+    forced families and prompt prefill), not the grammar's.
+    """
+
+    name: str
+    open_markers: tuple[str, ...] = ("<think>",)
+    close_markers: tuple[str, ...] = ("</think>",)
+
+
+# --- channel families (escape hatch) ------------------------------------------------------
+
+
+class FamilyMachine(ABC):
+    """A whole-output state machine for a channel family (one per request)."""
+
+    @abstractmethod
+    def feed(self, text: str) -> list[Event]: ...
+
+    @abstractmethod
+    def finish(self, reason: str = "stop") -> list[Event]: ...
+
+
+class ChannelGrammar(ABC):
+    """A family whose whole output is a channel grammar (Kimi K3, Muse).
+
+    Registered for its tool parser name and its reasoning parser name alike; `machine` gets the
+    plan and decides from `plan.parse_tools`, `plan.reasoning`, `plan.start_in_reasoning` and
+    `plan.tool_mode` what to do. For generation 1 it may return the same machine built without
+    quote awareness: the `Emitter` already delivers V1 calls whole and turns incomplete calls
+    (`CallEnd(complete=False, raw=...)`) back into content.
+    """
+
+    name: str
+    quoted_opener: str | None = None  # the marker the quoted-opener tests wrap in quotes
+
+    @abstractmethod
+    def machine(self, plan: ParsePlan, generation: Generation, ctx: CallContext) -> FamilyMachine:
+        """A fresh machine for one response."""
+
+
+AnyToolGrammar = ToolGrammar | ChannelGrammar
+AnyReasoningGrammar = ReasoningGrammar | ChannelGrammar

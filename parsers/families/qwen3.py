@@ -1,0 +1,9 @@
+"""Qwen3: Hermes-style (`hermes`) and XML-style (`qwen3_coder`) calls, `<think>` reasoning."""
+
+from __future__ import annotations
+
+from parsers.families.base import AnyReasoningGrammar, AnyToolGrammar, ReasoningGrammar
+from parsers.families.hermes import HermesGrammar
+
+TOOL_GRAMMARS: dict[str, AnyToolGrammar] = {"hermes": HermesGrammar()}
+REASONING_GRAMMARS: dict[str, AnyReasoningGrammar] = {"qwen3": ReasoningGrammar("qwen3")}

@@ -1,0 +1,309 @@
+"""JSON call objects and guided-JSON output of forced tool choices (spec section 5).
+
+`JsonCallObject` reads `{"name": N, "arguments"|"parameters": ARGS}` incrementally (Hermes
+calls and the `required` guided array use it). `GuidedScanner` is a `CallScanner` for the whole
+answer of a forced choice: `required` -> an array of call objects (or one object); named ->
+the bare arguments object of that tool.
+"""
+
+from __future__ import annotations
+
+from parsers.families.base import CallArgs, CallBegin, CallEnd, CallScanner, Event, ScanResult
+from parsers.jsonstream import JsonValueReader, canonical_json
+
+_WS = " \t\r\n"
+ARG_KEYS = ("arguments", "parameters")
+
+
+def decode_string_arguments(value: str) -> str:
+    """Arguments given as a JSON-encoded string are decoded once (Hermes); else kept raw."""
+    canon = canonical_json(value)
+    if canon is not None and canon.lstrip()[:1] in ("{", "["):
+        return canon
+    return value
+
+
+class JsonCallObject:
+    """Incremental reader of one `{"name": ..., "arguments": ...}` object.
+
+    Events: CallBegin once the name string is complete (arguments seen before the name are
+    held until then), then CallArgs. Object arguments stream; other argument values are held
+    until complete: a JSON-encoded string is decoded once, null means `{}`. `committed` tells
+    whether any event went out (before that, an error means "not a call").
+    """
+
+    __slots__ = (
+        "_args_done",
+        "_args_held",
+        "_args_reader",
+        "_args_stream",
+        "_key",
+        "_reader",
+        "_state",
+        "committed",
+        "done",
+        "error",
+        "name",
+    )
+
+    def __init__(self) -> None:
+        self._state = "open"  # open, key, colon, value, comma
+        self._reader: JsonValueReader | None = None
+        self._key = ""
+        self._args_reader: JsonValueReader | None = None
+        self._args_stream = False
+        self._args_held: str | None = None  # canonical arguments waiting for the name
+        self._args_done = False
+        self.name: str | None = None
+        self.committed = False
+        self.done = False
+        self.error: str | None = None
+
+    def _begin(self, events: list[Event]) -> None:
+        assert self.name is not None
+        events.append(CallBegin(self.name))
+        self.committed = True
+        if self._args_held is not None:
+            events.append(CallArgs(self._args_held))
+            self._args_held = None
+
+    @staticmethod
+    def _finish_args(canon: str, reader: JsonValueReader) -> str:
+        if reader.first == '"':
+            return decode_string_arguments(reader.string_value or "")
+        if canon == "null":
+            return "{}"
+        return canon
+
+    def feed(self, text: str, pos: int = 0) -> tuple[list[Event], int]:
+        events: list[Event] = []
+        n = len(text)
+        i = pos
+        while i < n and not self.done and self.error is None:
+            st = self._state
+            if st == "value":
+                r = self._reader
+                assert r is not None
+                out, i = r.feed(text, i)
+                if r.error is not None:
+                    self.error = r.error
+                    break
+                if self._key in ARG_KEYS and self._args_reader is r:
+                    if not self._args_stream and r.first:
+                        # object arguments stream once the name is known; others are held
+                        self._args_stream = r.first == "{" and self.name is not None
+                    if self._args_stream and out:
+                        events.append(CallArgs(out))
+                    elif not self._args_stream:
+                        self._args_held = (self._args_held or "") + out
+                if not r.done:
+                    continue
+                if self._key == "name":
+                    if r.first != '"' or self.name is not None:
+                        self.error = "call name is not a string"
+                        break
+                    self.name = r.string_value or ""
+                    self._begin(events)
+                elif self._key in ARG_KEYS and self._args_reader is r:
+                    self._args_done = True
+                    if not self._args_stream:
+                        held = self._finish_args(self._args_held or "", r)
+                        if self.name is not None:
+                            events.append(CallArgs(held))
+                            self._args_held = None
+                        else:
+                            self._args_held = held
+                self._reader = None
+                self._state = "comma"
+                continue
+            if st == "keyread":
+                r = self._reader
+                assert r is not None
+                _, i = r.feed(text, i)
+                if r.error is not None:
+                    self.error = r.error
+                    break
+                if r.done:
+                    self._key = r.string_value or ""
+                    self._state = "colon"
+                continue
+            c = text[i]
+            if c in _WS:
+                i += 1
+                continue
+            if st == "open":
+                if c != "{":
+                    self.error = "a call object starts with '{'"
+                    break
+                i += 1
+                self._state = "key1"
+            elif st in ("key", "key1"):
+                if c == "}" and st == "key1":
+                    i += 1
+                    self._close(events)
+                    continue
+                if c != '"':
+                    self.error = "expected a key"
+                    break
+                self._reader = JsonValueReader(keep_strings=True)
+                self._state = "keyread"
+            elif st == "colon":
+                if c != ":":
+                    self.error = "expected ':'"
+                    break
+                i += 1
+                r = JsonValueReader(keep_strings=True)
+                self._reader = r
+                if self._key in ARG_KEYS and self._args_reader is None:
+                    self._args_reader = r
+                self._state = "value"
+            elif st == "comma":
+                if c == ",":
+                    i += 1
+                    self._state = "key"
+                elif c == "}":
+                    i += 1
+                    self._close(events)
+                else:
+                    self.error = "expected ',' or '}'"
+                    break
+        return events, i
+
+    def _close(self, events: list[Event]) -> None:
+        if self.name is None:
+            self.error = "call object without a name"
+            return
+        if self._args_reader is None:
+            events.append(CallArgs("{}"))
+        elif not self._args_done:
+            self.error = "unfinished arguments"
+            return
+        events.append(CallEnd())
+        self.done = True
+
+    def force_close(self, raw: str = "") -> list[Event]:
+        """End of output or malformed input after the call went out: close what was sent.
+
+        `raw` is the call's markup as written, for V1 to return as content.
+        """
+        if not self.committed:
+            return []
+        r = self._args_reader
+        if r is None:
+            closing = "{}"
+        elif self._args_stream:
+            closing = r.closers()
+        elif not self._args_done:
+            closing = "{}"
+        else:
+            closing = ""
+        end = CallEnd(complete=False, raw=raw)
+        return [CallArgs(closing), end] if closing else [end]
+
+
+class GuidedScanner(CallScanner):
+    """Guided JSON of a forced tool choice; `start` is "" (the engine saw the first char)."""
+
+    def __init__(self, named_tool: str | None) -> None:
+        self._named = named_tool
+        self._fed: list[str] = []
+        self._state = "start"  # start, array, elem, sep, args, object, after
+        self._obj: JsonCallObject | None = None
+        self._args: JsonValueReader | None = None
+        self._committed = False
+        self._ncalls = 0
+
+    def _reject_or_close(self, text: str, i: int, events: list[Event]) -> ScanResult:
+        if not self._committed and not events:
+            return ScanResult([], "reject", "".join(self._fed))
+        events.extend(self._close_open())
+        return ScanResult(events, "done", text[i:])
+
+    def _close_open(self) -> list[Event]:
+        if self._obj is not None and not self._obj.done:
+            ev = self._obj.force_close()
+            self._obj = None
+            return ev
+        if self._args is not None and not self._args.done:
+            closing = self._args.closers()
+            self._args = None
+            return [CallArgs(closing), CallEnd(False)] if closing else [CallEnd(False)]
+        return []
+
+    def feed(self, text: str) -> ScanResult:
+        self._fed.append(text)
+        events: list[Event] = []
+        i = 0
+        n = len(text)
+        while i < n:
+            st = self._state
+            if st == "args":
+                assert self._args is not None
+                out, i = self._args.feed(text, i)
+                if self._args.error is not None:
+                    return self._reject_or_close(text, i, events)
+                if out:
+                    events.append(CallArgs(out))
+                if self._args.done:
+                    events.append(CallEnd())
+                    self._args = None
+                    self._state = "after"
+                continue
+            if st in ("elem", "object"):
+                assert self._obj is not None
+                ev, i = self._obj.feed(text, i)
+                events.extend(ev)
+                self._committed = self._committed or self._obj.committed
+                if self._obj.error is not None:
+                    return self._reject_or_close(text, i, events)
+                if self._obj.done:
+                    self._obj = None
+                    self._ncalls += 1
+                    self._state = "sep" if st == "elem" else "after"
+                continue
+            c = text[i]
+            if c in _WS:
+                i += 1
+                continue
+            if st == "start":
+                if self._named is not None and c == "{":
+                    self._args = JsonValueReader()
+                    events.append(CallBegin(self._named))
+                    self._committed = True
+                    self._state = "args"
+                elif c == "[":
+                    i += 1
+                    self._state = "elem1"
+                elif c == "{":
+                    self._obj = JsonCallObject()
+                    self._state = "object"
+                else:
+                    return self._reject_or_close(text, i, events)
+            elif st in ("elem1", "elem0"):
+                if c == "]" and st == "elem1":
+                    i += 1
+                    self._state = "after"
+                    continue
+                self._obj = JsonCallObject()
+                self._state = "elem"
+            elif st == "sep":
+                if c == ",":
+                    i += 1
+                    self._state = "elem0"
+                elif c == "]":
+                    i += 1
+                    self._state = "after"
+                else:
+                    return self._reject_or_close(text, i, events)
+            else:  # after: the JSON is over; the rest is content
+                return ScanResult(events, "done", text[i:])
+        return ScanResult(events)
+
+    def finish(self) -> ScanResult:
+        if self._state == "args" and self._args is not None:
+            tail = self._args.end()
+            if self._args.done:
+                return ScanResult([CallArgs(tail), CallEnd()], "done")
+        if not self._committed:
+            return ScanResult([], "reject", "".join(self._fed))
+        return ScanResult(self._close_open(), "done")

@@ -1,0 +1,290 @@
+"""The state machine for marker families, in both generations.
+
+One machine splits reasoning, content and call regions; the family's `CallScanner` reads the
+calls. The generation switches the behaviours spec section 3 names:
+
+* V2 (unified): quote-aware (markers in quotes/code are prose), calls stream through the
+  scanner as they arrive, tool_choice `none` strips call markup, thinking off removes the
+  reasoning markers and keeps their text as content.
+* V1 (legacy jail): no quote awareness; from a call start marker the text is jailed until the
+  family's end marker (or end of output), then parsed whole with the same scanner; if nothing
+  parses, the jailed text is content. tool_choice `none` means no tool parsing at all (markup
+  stays content); thinking off skips the reasoning parser (markers stay content).
+
+Both hold back only a possible marker prefix at a chunk edge and never re-scan text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from typing import Literal
+
+from parsers.families.base import (
+    CallContext,
+    CallEnd,
+    CallScanner,
+    Channel,
+    Event,
+    FamilyMachine,
+    Generation,
+    ReasoningGrammar,
+    ScanResult,
+    Text,
+    ToolGrammar,
+)
+from parsers.guided import GuidedScanner
+from parsers.plan import ParsePlan
+from parsers.scan import MarkerSet, QuoteTracker
+
+Mode = Literal["content", "reasoning", "call", "jail"]
+_WS = " \t\r\n"
+
+
+class MarkerMachine(FamilyMachine):
+    def __init__(
+        self,
+        plan: ParsePlan,
+        generation: Generation,
+        tool: ToolGrammar | None,
+        reasoning: ReasoningGrammar | None,
+        ctx: CallContext,
+    ) -> None:
+        self._v2 = generation == 2
+        self._ctx = ctx
+        self._tool = tool if plan.parse_tools else None
+        self._forced = plan.parse_tools and plan.tool_mode in ("required", "named")
+        self._named = plan.named_tool if plan.tool_mode == "named" else None
+        # V1 with tool_choice none: no tool parsing at all
+        tools_on = self._tool is not None and (self._v2 or plan.tool_mode != "none")
+        starts = self._tool.start_markers if (tools_on and self._tool is not None) else ()
+        self._starts = frozenset(starts)
+        opens = reasoning.open_markers if reasoning else ()
+        closes = reasoning.close_markers if reasoning else ()
+        self._opens = frozenset(opens)
+        self._closes = frozenset(closes)
+        reasoning_on = reasoning is not None and plan.reasoning
+        if reasoning_on:
+            content_markers = (*starts, *opens)
+        elif self._v2 and reasoning is not None:
+            content_markers = (*starts, *opens, *closes)  # stripped from the answer
+        else:
+            content_markers = starts
+        self._markers = {
+            "content": MarkerSet(content_markers),
+            "reasoning": MarkerSet((*closes, *starts)),
+        }
+        self._strip_reasoning = not reasoning_on
+        self._mode: Mode = "reasoning" if (reasoning_on and plan.start_in_reasoning) else "content"
+        self._quotes = QuoteTracker() if self._v2 else None
+        self._buf = ""  # held back: a possible marker prefix, or leading whitespace (guided)
+        self._answer_started = False
+        # call region state
+        self._scanner: CallScanner | None = None
+        self._start = ""  # the start marker of the current region
+        self._return: Literal["content", "reasoning"] = "content"
+        # V1 jail state
+        self._jail: list[str] = []
+        self._jail_end = MarkerSet(())
+        self._jail_tail = ""  # last characters of the jail, to find an end marker across chunks
+        self._jail_factory: Callable[[], CallScanner] | None = None
+
+    # -- public --
+
+    def feed(self, text: str) -> list[Event]:
+        events: list[Event] = []
+        data, self._buf = self._buf + text, ""
+        self._run(data, events, final=False)
+        return events
+
+    def finish(self, reason: str = "stop") -> list[Event]:
+        events: list[Event] = []
+        data, self._buf = self._buf, ""
+        self._run(data, events, final=True)
+        return events
+
+    # -- machinery --
+
+    def _run(self, data: str, events: list[Event], final: bool) -> None:
+        while True:
+            if self._mode == "call":
+                done, data = self._run_call(data, events, final)
+                if not done:
+                    return
+                continue
+            if self._mode == "jail":
+                done, data = self._run_jail(data, events, final)
+                if not done:
+                    return
+                continue
+            if not data:
+                return
+            data = self._scan_text(data, events, final)
+            if not data and self._mode in ("content", "reasoning"):
+                return
+
+    def _emit(self, events: list[Event], text: str, channel: Channel) -> None:
+        if text:
+            if self._quotes is not None:
+                self._quotes.feed(text)
+            events.append(Text(text, channel))
+
+    def _scan_text(self, data: str, events: list[Event], final: bool) -> str:
+        """Scan prose in content/reasoning mode; returns text left for the next mode."""
+        mode = self._mode
+        assert mode in ("content", "reasoning")
+        channel: Channel = mode
+        pos = 0
+        n = len(data)
+        if mode == "content" and self._forced and not self._answer_started:
+            j = 0
+            while j < n and data[j] in _WS:
+                j += 1
+            if j == n and not final:
+                self._buf = data  # only whitespace so far: the first real char decides
+                return ""
+            self._answer_started = True
+            if j < n and data[j] in "[{":
+                # guided JSON of a forced choice; the leading whitespace is its markup
+                self._begin_region("", lambda: GuidedScanner(self._named), "content", ())
+                return data[j:]
+        if mode == "content":
+            self._answer_started = True
+        markers = self._markers[mode]
+        quotes = self._quotes
+        fed = pos  # the quote tracker has seen data[:fed]
+        while True:
+            m = markers.search(data, pos)
+            if m is None:
+                hold = n if final else markers.holdback(data, pos)
+                if hold < n and quotes is not None:
+                    quotes.feed(data[fed:hold])
+                    fed = hold
+                    if quotes.quoted(data[hold]):
+                        hold = n  # a quoted marker prefix is prose: nothing to wait for
+                if quotes is not None:
+                    quotes.feed(data[fed:hold])
+                if hold > 0:
+                    events.append(Text(data[:hold], channel))
+                self._buf = data[hold:]
+                return ""
+            start, end = m.start(), m.end()
+            marker = m.group()
+            if not final and end == n and markers.is_partial(data[start:]):
+                # a complete marker that a longer one extends: wait for the next character
+                if quotes is not None:
+                    quotes.feed(data[fed:start])
+                if start > 0:
+                    events.append(Text(data[:start], channel))
+                self._buf = data[start:]
+                return ""
+            if quotes is not None:
+                quotes.feed(data[fed:start])
+                fed = start
+                if quotes.quoted(marker[0]):
+                    quotes.feed(marker)
+                    pos = fed = end
+                    continue
+            if start > 0:
+                events.append(Text(data[:start], channel))
+            rest = data[end:]
+            if marker in self._starts:
+                tool = self._tool
+                assert tool is not None
+                ends = tool.jail_end_markers(marker)
+                self._begin_region(marker, partial(tool.scanner, marker, self._ctx), mode, ends)
+                return rest
+            if quotes is not None:
+                quotes.reset()
+            if mode == "content" and marker in self._opens and not self._strip_reasoning:
+                self._mode = "reasoning"
+            elif mode == "reasoning" and marker in self._closes:
+                self._mode = "content"
+            # else: V2 with thinking off, a reasoning marker in the answer is removed
+            return rest
+
+    def _begin_region(
+        self,
+        start: str,
+        factory: Callable[[], CallScanner],
+        ret: Literal["content", "reasoning"],
+        jail_end: tuple[str, ...],
+    ) -> None:
+        self._start = start
+        self._return = ret
+        if self._v2:
+            self._scanner = factory()
+            self._mode = "call"
+        else:
+            self._jail = []
+            self._jail_tail = ""
+            self._jail_end = MarkerSet(jail_end)
+            self._jail_factory = factory
+            self._mode = "jail"
+
+    def _after_region(self) -> None:
+        self._mode = "content"
+        self._scanner = None
+        if self._quotes is not None:
+            self._quotes.reset()
+
+    def _run_call(self, data: str, events: list[Event], final: bool) -> tuple[bool, str]:
+        sc = self._scanner
+        assert sc is not None
+        res = sc.feed(data) if data else ScanResult([])
+        if res.status == "more" and final:
+            end = sc.finish()
+            res = ScanResult(res.events + end.events, end.status, end.rest)
+        events.extend(res.events)
+        if res.status == "more":
+            return False, ""
+        if res.status == "done":
+            self._after_region()
+            return True, res.rest
+        # reject: the start marker was prose after all
+        self._mode = self._return
+        self._scanner = None
+        self._emit(events, self._start, self._return)
+        return True, res.rest
+
+    def _run_jail(self, data: str, events: list[Event], final: bool) -> tuple[bool, str]:
+        ends = self._jail_end
+        rest = ""
+        closed = False
+        if ends and data:
+            window = self._jail_tail + data
+            m = ends.search(window)
+            if m is not None:
+                cut = m.end() - len(self._jail_tail)
+                data, rest = data[:cut], data[cut:]
+                closed = True
+            else:
+                keep = max(ends.maxlen - 1, 0)
+                self._jail_tail = window[-keep:] if keep else ""
+        if data:
+            self._jail.append(data)
+        if not closed and not final:
+            return False, ""
+        region = "".join(self._jail)
+        self._jail = []
+        factory = self._jail_factory
+        assert factory is not None
+        events.extend(_parse_region(self._start, region, factory()))
+        self._after_region()
+        return True, rest
+
+
+def _parse_region(start: str, region: str, scanner: CallScanner) -> list[Event]:
+    """V1: parse a jailed region whole; nothing parsed -> the whole text is content."""
+    res = scanner.feed(region)
+    evs = list(res.events)
+    status, rest = res.status, res.rest
+    if status == "more":
+        end = scanner.finish()
+        evs += end.events
+        status, rest = end.status, end.rest
+    if status == "reject" or not any(isinstance(e, CallEnd) and e.complete for e in evs):
+        return [Text(start + region)]
+    if rest:
+        evs.append(Text(rest))
+    return evs

@@ -1,0 +1,150 @@
+"""Text scanning utilities: marker search with hold-back, and the prose quote tracker.
+
+Both work incrementally and never look at text twice, so streaming stays linear.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+
+class MarkerSet:
+    """A set of literal markers: find the next one, and how much of a tail to hold back.
+
+    The hold-back is the longest suffix of the text that is a proper prefix of some marker: it
+    may become a marker when the next chunk arrives, everything before it is safe to emit.
+    """
+
+    __slots__ = ("_prefixes", "_re", "markers", "maxlen")
+
+    def __init__(self, markers: Iterable[str]) -> None:
+        uniq = sorted({m for m in markers if m}, key=len, reverse=True)
+        self.markers: tuple[str, ...] = tuple(uniq)
+        self.maxlen = max((len(m) for m in uniq), default=0)
+        self._prefixes = frozenset(m[:i] for m in uniq for i in range(1, len(m)))
+        # Longest alternatives first, so a marker that extends another wins.
+        self._re = re.compile("|".join(re.escape(m) for m in uniq)) if uniq else None
+
+    def __bool__(self) -> bool:
+        return bool(self.markers)
+
+    def search(self, text: str, pos: int = 0) -> re.Match[str] | None:
+        """The first complete marker at or after `pos`."""
+        return self._re.search(text, pos) if self._re is not None else None
+
+    def match_at(self, text: str, pos: int) -> str | None:
+        """The (longest) marker that starts exactly at `pos`, if any."""
+        if self._re is None:
+            return None
+        m = self._re.match(text, pos)
+        return m.group() if m else None
+
+    def is_partial(self, tail: str) -> bool:
+        """`tail` is a proper prefix of some marker (could still become one)."""
+        return tail in self._prefixes
+
+    def holdback(self, text: str, start: int = 0) -> int:
+        """Index from which `text` (from `start` on) could be the beginning of a marker.
+
+        Returns len(text) when nothing needs to be held back.
+        """
+        n = len(text)
+        for i in range(max(start, n - self.maxlen + 1), n):
+            if text[i:] in self._prefixes:
+                return i
+        return n
+
+
+_QUOTE_SPECIAL = re.compile(r"[\"'`\n]")
+
+
+class QuoteTracker:
+    """Tracks whether the current position of prose is inside quotes or code (V2 principle 3).
+
+    Recognised: `"..."`, `'...'` (an apostrophe inside or at the end of a word is not a quote:
+    `I'm`, `users'`), inline code spans (one or two backticks) and fenced code blocks (three or
+    more). Quotes and inline code end at a newline so a stray quote cannot hide a real call
+    for the rest of the output; fences run until the closing fence.
+
+    Feed it the text in order with `feed`; ask `quoted(next_char)` before a marker that starts
+    with `next_char`. Pending decisions (a `'` whose meaning depends on the next character, a
+    backtick run that may continue) are resolved by the next character, so no hold-back is
+    needed.
+    """
+
+    __slots__ = ("code", "dq", "fence", "prev", "sq", "sq_pending", "ticks")
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.dq = False
+        self.sq = False
+        self.code = False
+        self.fence = False
+        self.prev = ""  # last character fed ("" at start: counts as a word boundary)
+        self.sq_pending = False  # a ' inside '...': closes unless the next char is alphanumeric
+        self.ticks = 0  # length of a backtick run not yet ended
+
+    def _resolve(self, nxt: str) -> None:
+        if self.sq_pending:
+            self.sq_pending = False
+            if not nxt.isalnum():
+                self.sq = False
+        if self.ticks and nxt != "`":
+            run, self.ticks = self.ticks, 0
+            if self.fence:
+                if run >= 3:
+                    self.fence = False
+            elif self.dq or self.sq:
+                pass
+            elif run >= 3:
+                self.fence = True
+                self.code = False
+            else:
+                self.code = not self.code
+
+    def quoted(self, nxt: str) -> bool:
+        """Whether a marker starting with `nxt` at the current position is inside quotes/code."""
+        self._resolve(nxt)
+        return self.dq or self.sq or self.code or self.fence
+
+    def feed(self, seg: str) -> None:
+        if not seg:
+            return
+        if self.sq_pending or self.ticks:
+            self._resolve(seg[0])
+        for m in _QUOTE_SPECIAL.finditer(seg):
+            p = m.start()
+            c = seg[p]
+            if self.ticks and c != "`":
+                self._resolve(c)
+            if c == "`":
+                self.ticks += 1
+                if p + 1 < len(seg) and seg[p + 1] != "`":
+                    self._resolve(seg[p + 1])
+                continue
+            if self.fence:
+                continue
+            if c == "\n":
+                self.dq = self.sq = self.code = self.sq_pending = False
+                continue
+            if self.code:
+                continue
+            prev = seg[p - 1] if p > 0 else self.prev
+            if c == '"':
+                if self.dq:
+                    self.dq = False
+                elif not self.sq and not prev.isalnum():
+                    self.dq = True
+            else:  # "'"
+                if self.sq:
+                    if p + 1 < len(seg):
+                        if not seg[p + 1].isalnum():
+                            self.sq = False
+                    else:
+                        self.sq_pending = True
+                elif not self.dq and not prev.isalnum():
+                    self.sq = True
+        self.prev = seg[-1]
