@@ -4,6 +4,7 @@ Public API (spec `parsers.md`): `parse`, `StreamParser`, `stream`, `load_setting
 `select_route`, the result types and the typed errors.
 """
 
+from parsers.api import StreamParser, parse, stream
 from parsers.errors import ConfigError, InvalidRequest
 from parsers.registry import FAMILIES, REASONING_PARSERS, TOOL_PARSERS
 from parsers.routing import Route, select_route
@@ -20,8 +21,11 @@ __all__ = [
     "ParsedMessage",
     "ParserSettings",
     "Route",
+    "StreamParser",
     "ToolCall",
     "ToolCallDelta",
     "load_settings",
+    "parse",
     "select_route",
+    "stream",
 ]
