@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from parsers.errors import ConfigError, InvalidRequest
 from parsers.plan import ParsePlan
@@ -24,6 +24,7 @@ _OPENAI_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 _V41_EFFORTS = frozenset({"none", "low", "high", "max"})
 _RESPONSE_FORMATS = frozenset({"text", "json_object", "json_schema", "structural_tag"})
 _THINKING_MODES = {"thinking": True, "chat": False}
+_TAIL = 512  # characters of the prompt's end searched for a prefilled marker
 
 
 @dataclass(frozen=True)
@@ -68,12 +69,13 @@ _CHANNEL_REASONING = {"kimi_k3": "kimi_k3", "muse": "muse"}
 _CLOSER_MEANS_OFF = frozenset({"deepseek_v41"})
 
 
-def prefill_state(reasoning_parser: str, prompt: str) -> str | None:
+def prefill_state(reasoning_parser: str, prompt: str) -> Literal["open", "closed"] | None:
     """'open' when the prompt ends inside reasoning, 'closed' after a closed block, else None."""
     markers = MARKERS.get(reasoning_parser)
     if markers is None:
         return None
-    tail = prompt.rstrip()
+    # Only the end matters; bound the regex work for long prompts.
+    tail = prompt.rstrip()[-_TAIL:]
     if markers.opener.search(tail):
         return "open"
     if markers.closer.search(tail):

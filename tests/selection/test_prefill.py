@@ -105,3 +105,9 @@ def test_prefilled_opener_wins_over_a_request_that_turned_thinking_off() -> None
     assert _start("qwen3", "assistant:<think>\n", thinking=False) == (True, True)
     assert _start("gemma4", "<|channel>thought\n") == (True, True)  # Gemma 4 default is off
     assert _start("gemma4", "model:") == (False, False)
+
+
+def test_long_prompts_are_detected_by_their_end() -> None:
+    body = "x" * 200_000 + "<think>" + "y" * 1000
+    assert _start("qwen3", body + "<think>\n")[1] is True
+    assert _start("qwen3", body)[1] is False
