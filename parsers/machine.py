@@ -76,6 +76,9 @@ class MarkerMachine(FamilyMachine):
         }
         self._strip_reasoning = not reasoning_on
         self._mode: Mode = "reasoning" if (reasoning_on and plan.start_in_reasoning) else "content"
+        # Output that starts inside reasoning (forced or prefilled) may still begin with the
+        # opener (Kimi K2.5 writes `<think>`): a leading opener (after blanks) is markup.
+        self._lead_opens = MarkerSet(opens) if self._mode == "reasoning" else MarkerSet(())
         self._quotes = QuoteTracker() if self._v2 else None
         self._buf = ""  # held back: a possible marker prefix, or leading whitespace (guided)
         self._answer_started = False
@@ -150,6 +153,17 @@ class MarkerMachine(FamilyMachine):
                 return data[j:]
         if mode == "content":
             self._answer_started = True
+        elif self._lead_opens:
+            j = 0
+            while j < n and data[j] in _WS:
+                j += 1
+            if not final and (j == n or self._lead_opens.is_partial(data[j:])):
+                self._buf = data  # blanks or a cut opener so far: the next chars decide
+                return ""
+            opener = self._lead_opens.match_at(data, j)
+            self._lead_opens = MarkerSet(())
+            if opener is not None:
+                return data[j + len(opener) :]
         markers = self._markers[mode]
         quotes = self._quotes
         fed = pos  # the quote tracker has seen data[:fed]
