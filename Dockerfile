@@ -1,0 +1,107 @@
+# Three sidecar images from one file: `buildtool images build` (or `nox -s build`) drives it.
+# See docs/images.md. Needs BuildKit (RUN --mount); works with the Dockerfile frontend built into
+# Docker 20.10, so no `# syntax=` line: that would pull a frontend image from a registry.
+#
+# Offline by design: the host prepares ./wheelhouse (hash-pinned, `buildtool images wheelhouse`)
+# and every pip install here runs with --no-index --require-hashes. No CA bundle enters a layer.
+
+# A local image with python3, venv and pip; `buildtool images base` makes one with debootstrap.
+ARG BASE_IMAGE=sidecar-forge/base:bookworm
+
+# ---- Python environment shared by every stage: pinned runtime dependencies, offline ----------
+FROM ${BASE_IMAGE} AS python-base
+ENV PATH=/opt/venv/bin:${PATH} \
+    PIP_NO_INDEX=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONUNBUFFERED=1
+RUN --mount=type=bind,source=wheelhouse,target=/wheelhouse \
+    python3 -m venv /opt/venv \
+ && pip install --no-cache-dir --no-index --require-hashes --find-links /wheelhouse \
+        -r /wheelhouse/runtime.txt
+
+# ---- Runtime base: the non-root user the sidecars run as --------------------------------------
+FROM python-base AS runtime-base
+RUN useradd --system --uid 10001 --user-group --no-create-home --home-dir /nonexistent \
+        --shell /usr/sbin/nologin sidecar
+WORKDIR /srv
+
+# ---- Builder base: build tools plus the workspace ---------------------------------------------
+FROM python-base AS builder-base
+# No .pyc may land in the hashed workspace (their headers hold copy times).
+ENV PYTHONDONTWRITEBYTECODE=1
+RUN --mount=type=bind,source=wheelhouse,target=/wheelhouse \
+    pip install --no-cache-dir --no-index --require-hashes --find-links /wheelhouse \
+        -r /wheelhouse/build.txt
+WORKDIR /src
+COPY . /src/
+
+# ---- The cache helper's own regression tests (quick subset), before anything relies on it -----
+FROM builder-base AS helper-tests
+RUN python3 -B -m pytest -p no:cacheprovider -q -m "not slow and not docker" tests/cache \
+ && touch /helper-tests.ok
+
+# ---- Builder stages: one per sidecar, ONE shared cache mount per architecture -----------------
+# Every builder runs through `buildtool cache-build`, which keeps its stamp on the mount: when the
+# workspace bytes changed (even same size with an old mtime) it moves every input's mtime past the
+# artifacts there, so setuptools rebuilds; when nothing changed the artifacts are reused. The mount
+# is not part of the image, so each stage copies its wheel out to /out.
+# tests/images/test_dockerfile.py rejects a builder without the helper, another cache id or
+# another sharing mode.
+FROM builder-base AS build-vllm
+ARG TARGETARCH
+COPY --from=helper-tests /helper-tests.ok /tmp/
+RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,target=/cache,sharing=locked \
+    python3 -B -m buildtool cache-build --workspace /src --cache /cache/vllm \
+        --clean-on-removal /cache/vllm/build \
+        -- python3 -B -m buildtool.images.artifact --sidecar vllm \
+        --build-dir /cache/vllm/build --dist-dir /cache/vllm/dist \
+ && mkdir -p /out && cp -p /cache/vllm/dist/*.whl /out/
+
+FROM builder-base AS build-sglang
+ARG TARGETARCH
+COPY --from=helper-tests /helper-tests.ok /tmp/
+RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,target=/cache,sharing=locked \
+    python3 -B -m buildtool cache-build --workspace /src --cache /cache/sglang \
+        --clean-on-removal /cache/sglang/build \
+        -- python3 -B -m buildtool.images.artifact --sidecar sglang \
+        --build-dir /cache/sglang/build --dist-dir /cache/sglang/dist \
+ && mkdir -p /out && cp -p /cache/sglang/dist/*.whl /out/
+
+FROM builder-base AS build-trtllm
+ARG TARGETARCH
+COPY --from=helper-tests /helper-tests.ok /tmp/
+RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,target=/cache,sharing=locked \
+    python3 -B -m buildtool cache-build --workspace /src --cache /cache/trtllm \
+        --clean-on-removal /cache/trtllm/build \
+        -- python3 -B -m buildtool.images.artifact --sidecar trtllm \
+        --build-dir /cache/trtllm/build --dist-dir /cache/trtllm/dist \
+ && mkdir -p /out && cp -p /cache/trtllm/dist/*.whl /out/
+
+# ---- Runtime targets ----------------------------------------------------------------------------
+# Port 8080 inside the container (the sidecar default); HEALTHCHECK uses python3 (minbase has no curl).
+FROM runtime-base AS sidecar-vllm
+RUN --mount=type=bind,from=build-vllm,source=/out,target=/artifacts \
+    pip install --no-cache-dir --no-index --no-deps /artifacts/sidecar_forge-*.whl
+USER sidecar
+EXPOSE 8080
+HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
+    CMD ["python3", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/live', timeout=2)"]
+ENTRYPOINT ["sidecar-vllm", "--host", "0.0.0.0", "--port", "8080"]
+
+FROM runtime-base AS sidecar-sglang
+RUN --mount=type=bind,from=build-sglang,source=/out,target=/artifacts \
+    pip install --no-cache-dir --no-index --no-deps /artifacts/sidecar_forge-*.whl
+USER sidecar
+EXPOSE 8080
+HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
+    CMD ["python3", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/live', timeout=2)"]
+ENTRYPOINT ["sidecar-sglang", "--host", "0.0.0.0", "--port", "8080"]
+
+FROM runtime-base AS sidecar-trtllm
+RUN --mount=type=bind,from=build-trtllm,source=/out,target=/artifacts \
+    pip install --no-cache-dir --no-index --no-deps /artifacts/sidecar_forge-*.whl
+USER sidecar
+EXPOSE 8080
+HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
+    CMD ["python3", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/live', timeout=2)"]
+ENTRYPOINT ["sidecar-trtllm", "--host", "0.0.0.0", "--port", "8080"]

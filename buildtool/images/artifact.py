@@ -1,0 +1,87 @@
+"""Inside a builder stage: build the project's wheel for one sidecar, build folder on the mount.
+
+Run by `buildtool cache-build` (which aligns the workspace mtimes to the stamp first), so
+setuptools' mtime-based `build_py` copies exactly the sources that changed since the artifacts in
+the build folder were made, and a same-size edit with an old mtime is still copied:
+    python3 -B -m buildtool.images.artifact --sidecar vllm --build-dir DIR --dist-dir DIR
+Prints one line starting with `artifact:` per build, which the image tests look for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import warnings
+import zipfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from buildtool.images.targets import SIDECARS
+
+MARKER = "artifact: building"
+
+
+class ArtifactError(RuntimeError):
+    """The wheel is missing or lacks the sidecar's entry point."""
+
+
+def build_wheel(workspace: Path, build_dir: Path, dist_dir: Path) -> Path:
+    """setuptools `build` (into `build_dir`, kept between builds) then `bdist_wheel`."""
+    # Deprecation notices about invoking setuptools commands directly are noise in build logs.
+    warnings.simplefilter("ignore")
+    import setuptools  # type: ignore[import-untyped]  # late: only builder stages need it
+
+    dist_dir.mkdir(parents=True, exist_ok=True)
+    for old in dist_dir.glob("*.whl"):
+        old.unlink()
+    with tempfile.TemporaryDirectory(prefix="artifact-") as tmp:
+        args = [
+            "-q",
+            "egg_info",
+            "--egg-base",
+            tmp,
+            "build",
+            "--build-base",
+            str(build_dir),
+            "bdist_wheel",
+            "--bdist-dir",
+            str(Path(tmp) / "bdist"),
+            "--dist-dir",
+            str(dist_dir),
+        ]
+        setuptools.setup(script_args=args, script_name=str(workspace / "setup.py"))
+    wheels = sorted(dist_dir.glob("*.whl"))
+    if len(wheels) != 1:
+        raise ArtifactError(f"expected one wheel in {dist_dir}, found {len(wheels)}")
+    return wheels[0]
+
+
+def check_entry_point(wheel: Path, sidecar: str) -> None:
+    """The image's ENTRYPOINT is `sidecar-NAME`: the wheel must declare that console script."""
+    with zipfile.ZipFile(wheel) as zf:
+        names = [n for n in zf.namelist() if n.endswith(".dist-info/entry_points.txt")]
+        text = zf.read(names[0]).decode() if names else ""
+    if f"sidecar-{sidecar} =" not in text and f"sidecar-{sidecar}=" not in text:
+        raise ArtifactError(f"{wheel.name} declares no console script `sidecar-{sidecar}`")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python3 -B -m buildtool.images.artifact")
+    parser.add_argument("--sidecar", required=True, choices=SIDECARS)
+    parser.add_argument("--build-dir", required=True, type=Path)
+    parser.add_argument("--dist-dir", required=True, type=Path)
+    args = parser.parse_args(argv)
+    print(f"{MARKER} the wheel for sidecar-{args.sidecar} in {args.build_dir}", flush=True)
+    try:
+        wheel = build_wheel(Path.cwd(), args.build_dir, args.dist_dir)
+        check_entry_point(wheel, args.sidecar)
+    except (ArtifactError, SystemExit, OSError) as exc:
+        print(f"artifact: error: {exc}", file=sys.stderr)
+        return 1
+    print(f"artifact: {wheel}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

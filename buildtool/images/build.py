@@ -1,0 +1,163 @@
+"""Driving BuildKit: the command line for each target, running it, reading what it did."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from buildtool.images import plainlog
+from buildtool.images.client import BuildkitClient
+from buildtool.images.targets import image_tag
+from buildtool.images.ui import Reporter
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """Everything one `buildtool images build` run needs, read once from the command line."""
+
+    workspace: Path
+    context_dir: Path
+    log_dir: Path
+    targets: tuple[str, ...]
+    base_image: str
+    tag_prefix: str
+    tag: str
+    platform: str | None = None
+    builder: str | None = None
+    cache_from: tuple[str, ...] = ()
+    cache_to: tuple[str, ...] = ()
+    no_cache: bool = False
+    allow_pull: bool = True
+
+
+@dataclass(frozen=True)
+class ImageResult:
+    target: str
+    tag: str
+    seconds: float
+    size_bytes: int | None
+    cached: int
+    total: int
+    steps: tuple[plainlog.Step, ...]
+    log_path: Path
+
+
+class BuildError(RuntimeError):
+    """A build option the client cannot honour, or a failed build (message says which step)."""
+
+
+def check_options(client: BuildkitClient, options: BuildOptions) -> None:
+    """Options only buildx understands are refused up front, naming the option."""
+    if options.builder and not client.supports_builder:
+        raise BuildError(
+            f"--builder {options.builder} needs the buildx plugin; the client found is "
+            f"{client.describe()}"
+        )
+    if options.cache_to and not client.supports_cache_to:
+        raise BuildError(
+            f"--cache-to needs the buildx plugin; the client found is {client.describe()}"
+        )
+    if options.platform and "," in options.platform and client.kind != "buildx":
+        raise BuildError(
+            f"--platform {options.platform}: several platforms in one build need buildx"
+        )
+
+
+def build_argv(client: BuildkitClient, options: BuildOptions, target: str) -> list[str]:
+    """The BuildKit command for one target (pure)."""
+    argv = [*client.argv_prefix, "--progress=plain", "--target", target]
+    argv += ["--tag", image_tag(target, options.tag_prefix, options.tag)]
+    argv += ["--file", str(options.context_dir / "Dockerfile")]
+    argv += ["--build-arg", f"BASE_IMAGE={options.base_image}"]
+    if options.platform:
+        argv += ["--platform", options.platform]
+    if options.builder:
+        argv += ["--builder", options.builder]
+    for source in options.cache_from:
+        argv += ["--cache-from", source]
+    for dest in options.cache_to:
+        argv += ["--cache-to", dest]
+    if options.no_cache:
+        argv.append("--no-cache")
+    if client.kind == "buildx":
+        # a docker-container builder keeps results to itself unless told to load them
+        argv.append("--load")
+    argv.append(str(options.context_dir))
+    return argv
+
+
+def run_build(
+    argv: Sequence[str], env: dict[str, str], log_path: Path, label: str, report: Reporter
+) -> tuple[int, list[plainlog.Step]]:
+    """Run one build, log everything to `log_path`, show the current step on the live status."""
+    progress = plainlog.PlainProgress()
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with (
+        log_path.open("w") as log,
+        subprocess.Popen(
+            list(argv),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            errors="replace",
+            bufsize=1,
+        ) as proc,
+    ):
+        assert proc.stdout is not None
+        log.write("$ " + " ".join(argv) + "\n")
+        for line in proc.stdout:
+            log.write(line)
+            step = progress.feed(line)
+            if step is not None and step.instruction and step.status == "running":
+                report.status(f"{label}: [{step.stage}] {step.instruction[:70]}")
+        rc = proc.wait()
+    return rc, progress.steps
+
+
+def failure_message(target: str, steps: Sequence[plainlog.Step], log_path: Path, rc: int) -> str:
+    failed = [s for s in steps if s.status == "error"]
+    if not failed:
+        return f"building {target} failed (exit status {rc}); full log: {log_path}"
+    step = failed[0]
+    tail = "\n".join(f"    {line}" for line in step.output[-30:])
+    return (
+        f"building {target} failed at {step.name}\n  {step.error}\n{tail}\n  full log: {log_path}"
+    )
+
+
+def build_one(
+    client: BuildkitClient,
+    options: BuildOptions,
+    target: str,
+    env: dict[str, str],
+    report: Reporter,
+) -> ImageResult:
+    argv = build_argv(client, options, target)
+    log_path = options.log_dir / f"{target}.log"
+    start = time.monotonic()
+    rc, steps = run_build(argv, env, log_path, target, report)
+    seconds = time.monotonic() - start
+    if rc != 0:
+        raise BuildError(failure_message(target, steps, log_path, rc))
+    counts = plainlog.cache_counts(steps)
+    return ImageResult(
+        target=target,
+        tag=image_tag(target, options.tag_prefix, options.tag),
+        seconds=seconds,
+        size_bytes=None,
+        cached=counts.cached,
+        total=counts.total,
+        steps=tuple(steps),
+        log_path=log_path,
+    )
+
+
+def build_env(client: BuildkitClient, base_env: dict[str, str]) -> dict[str, str]:
+    env = {**base_env, **dict(client.env)}
+    env.setdefault("PATH", os.defpath)
+    return env

@@ -1,0 +1,223 @@
+"""`buildtool images ...`: build the sidecar images, or only provision their inputs.
+
+buildtool images build [TARGET ...] [--platform P] [--builder B] [--cache-from S]...
+                       [--cache-to D]... [--base-image NAME] [--tag T] [--no-cache]
+buildtool images base [--base-image NAME]        # provision the base image only
+buildtool images wheelhouse [--platform P]       # prepare ./wheelhouse only
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from buildtool.images import base, client, engine, job, wheelhouse
+from buildtool.images.build import BuildError, BuildOptions
+from buildtool.images.context import default_context_dir
+from buildtool.images.local import LocalBuildError
+from buildtool.images.targets import (
+    DEFAULT_BASE_IMAGE,
+    DEFAULT_TAG,
+    DEFAULT_TAG_PREFIX,
+    TARGETS,
+    parse_targets,
+)
+from buildtool.images.ui import ConsoleReporter
+
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def register(subparsers: Any) -> None:
+    images = subparsers.add_parser(
+        "images",
+        help="build the sidecar images (BuildKit)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = images.add_subparsers(dest="images_command", required=True)
+
+    b = sub.add_parser("build", help="build the sidecar images and print a summary")
+    b.add_argument(
+        "targets",
+        nargs="*",
+        metavar="TARGET",
+        help=f"images to build (default all: {', '.join(TARGETS)}; `vllm` works too)",
+    )
+    _common(b)
+    b.add_argument("--platform", help="BuildKit --platform, e.g. linux/arm64")
+    b.add_argument("--builder", help="buildx builder instance (remote or docker-container)")
+    b.add_argument(
+        "--cache-from",
+        action="append",
+        default=[],
+        metavar="SOURCE",
+        help="BuildKit --cache-from (repeatable), e.g. type=registry,ref=...",
+    )
+    b.add_argument(
+        "--cache-to",
+        action="append",
+        default=[],
+        metavar="DEST",
+        help="BuildKit --cache-to (repeatable; buildx only), e.g. type=gha,mode=max",
+    )
+    b.add_argument("--tag", default=DEFAULT_TAG, help=f"image tag (default {DEFAULT_TAG})")
+    b.add_argument(
+        "--tag-prefix",
+        default=DEFAULT_TAG_PREFIX,
+        help=f"image repository prefix (default {DEFAULT_TAG_PREFIX})",
+    )
+    b.add_argument("--no-cache", action="store_true", help="BuildKit --no-cache")
+    b.add_argument(
+        "--no-pull",
+        action="store_true",
+        help="do not try to pull a missing base image; make it with debootstrap",
+    )
+    b.add_argument(
+        "--context-dir",
+        type=Path,
+        help="the tool-owned build context copy (default under the user cache)",
+    )
+    b.add_argument(
+        "--python-version",
+        help="Python of the base image for the wheelhouse (default: ask the image)",
+    )
+    b.set_defaults(func=cmd_build)
+
+    p = sub.add_parser("base", help="provision the base image only (reuse, pull or debootstrap)")
+    _common(p)
+    p.add_argument("--no-pull", action="store_true", help="do not try to pull it")
+    p.set_defaults(func=cmd_base)
+
+    w = sub.add_parser("wheelhouse", help="prepare the hash-pinned ./wheelhouse only")
+    _common(w)
+    w.add_argument("--platform", default="linux/amd64", help="platforms, comma separated")
+    w.add_argument("--python-version", default="3.11", help="the image's Python (default 3.11)")
+    w.set_defaults(func=cmd_wheelhouse)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--workspace",
+        type=Path,
+        default=Path.cwd(),
+        help="the checkout holding the Dockerfile (default: current folder)",
+    )
+    p.add_argument(
+        "--base-image",
+        default=DEFAULT_BASE_IMAGE,
+        help=f"FROM image with python3, venv and pip (default {DEFAULT_BASE_IMAGE})",
+    )
+
+
+def _workspace(args: argparse.Namespace) -> Path:
+    workspace = Path(args.workspace).resolve()
+    if not (workspace / "Dockerfile").is_file():
+        raise SystemExit(f"buildtool images: --workspace {workspace} has no Dockerfile")
+    return workspace
+
+
+def options_from_args(args: argparse.Namespace, environ: dict[str, str]) -> job.JobOptions:
+    workspace = _workspace(args)
+    cache_home = Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    context_dir = args.context_dir or default_context_dir(workspace, cache_home)
+    build = BuildOptions(
+        workspace=workspace,
+        context_dir=Path(context_dir).resolve(),
+        log_dir=workspace / ".reports" / "images",
+        targets=parse_targets(args.targets),
+        base_image=args.base_image,
+        tag_prefix=args.tag_prefix,
+        tag=args.tag,
+        platform=args.platform,
+        builder=args.builder,
+        cache_from=tuple(args.cache_from),
+        cache_to=tuple(args.cache_to),
+        no_cache=args.no_cache,
+        allow_pull=not args.no_pull,
+    )
+    return job.JobOptions(
+        build=build,
+        environ=tuple(sorted(environ.items())),
+        docker_host=environ.get("DOCKER_HOST"),
+        python_version=args.python_version,
+    )
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    try:
+        options = options_from_args(args, dict(os.environ))
+    except ValueError as exc:
+        print(f"buildtool images build: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    with ConsoleReporter() as report:
+        try:
+            result = job.run(options, report)
+        except (BuildError, LocalBuildError) as exc:
+            report.done()
+            print(f"buildtool images build: {exc}", file=sys.stderr)
+            return EXIT_FAILED
+        except (client.NoBuildkitClient, base.BaseImageError, wheelhouse.WheelhouseError) as exc:
+            report.done()
+            print(f"buildtool images build: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    print_summary(result)
+    return 0
+
+
+def print_summary(result: job.JobResult) -> None:
+    out = Console(highlight=False)
+    if result.mode == "local":
+        out.print("built locally (no Docker engine reachable; no images were made):")
+        for wheel in result.local_artifacts:
+            out.print(f"  {wheel}", markup=False)
+        return
+    table = Table(title=f"images (BuildKit client: {result.client})", title_justify="left")
+    for column in ("image", "size", "time", "steps cached"):
+        table.add_column(column, justify="left" if column == "image" else "right")
+    for row in job.summary_rows(result.images):
+        table.add_row(*row)
+    out.print(table)
+
+
+def cmd_base(args: argparse.Namespace) -> int:
+    eng = engine.connect(os.environ.get("DOCKER_HOST"))
+    if eng is None:
+        print("buildtool images base: no Docker engine reachable", file=sys.stderr)
+        return EXIT_USAGE
+    with ConsoleReporter() as report:
+        try:
+            found = client.find_client(dict(os.environ))
+            spec = base.BaseImageSpec(name=args.base_image, allow_pull=not args.no_pull)
+            action = base.ensure_base_image(eng, found.binary, spec, report)
+        except (client.NoBuildkitClient, base.BaseImageError) as exc:
+            report.done()
+            print(f"buildtool images base: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    print(f"{args.base_image}: {action.value}")
+    return 0
+
+
+def cmd_wheelhouse(args: argparse.Namespace) -> int:
+    workspace = _workspace(args)
+    spec = wheelhouse.WheelhouseSpec(
+        directory=workspace / "wheelhouse",
+        pyproject=workspace / "pyproject.toml",
+        constraints=workspace / "constraints.txt",
+        platforms=job.platforms_for(args.platform, "amd64"),
+        python_version=args.python_version,
+    )
+    with ConsoleReporter() as report:
+        try:
+            wheelhouse.prepare(spec, report)
+        except wheelhouse.WheelhouseError as exc:
+            report.done()
+            print(f"buildtool images wheelhouse: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+    return 0

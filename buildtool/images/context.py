@@ -1,0 +1,142 @@
+"""A build context the tool owns, synced from the workspace by content.
+
+BuildKit's context transfer decides which files to send by comparing size and mtime with the copy
+it kept from the previous build. A same-size edit whose mtime is set back to the old value (an
+editor, `git checkout`, a tool restoring mtimes) is then never sent, and the image ships the old
+bytes. So builds do not hand BuildKit the checkout: they hand it this copy, where every file whose
+bytes, kind or executable bit differ is rewritten with a fresh, strictly newer mtime, and every
+unchanged file keeps the stat BuildKit saw last time (so nothing is re-sent needlessly).
+The checkout itself is only read, never touched (spec rule 9).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+# Never worth sending: VCS metadata and byte-compiled Python (their headers hold copy times).
+ALWAYS_SKIPPED = frozenset({".git", ".hg", ".svn", "__pycache__"})
+
+
+@dataclass(frozen=True)
+class SyncResult:
+    written: int
+    removed: int
+    unchanged: int
+
+
+def top_level_whitelist(dockerignore: str) -> frozenset[str] | None:
+    """Top-level names a whitelist-style .dockerignore (`*` then `!name`) lets through.
+
+    None when the file is not of that shape: then everything but `ALWAYS_SKIPPED` is synced and
+    BuildKit applies the .dockerignore itself, as it always does on top of this copy.
+    """
+    patterns = [p.strip() for p in dockerignore.splitlines()]
+    patterns = [p for p in patterns if p and not p.startswith("#")]
+    if not patterns or patterns[0] not in ("*", "/*"):
+        return None
+    names = {".dockerignore", "Dockerfile"}
+    for pattern in patterns[1:]:
+        if pattern.startswith("!"):
+            name = pattern[1:].strip("/").split("/", 1)[0]
+            if name and not any(ch in name for ch in "*?["):
+                names.add(name)
+            elif name:
+                return None  # a glob re-include: do not guess, sync everything
+    return frozenset(names)
+
+
+def default_context_dir(workspace: Path, cache_home: Path) -> Path:
+    """One tool-owned copy per checkout, under the user's cache folder."""
+    import hashlib
+
+    key = hashlib.sha256(os.fsencode(workspace.resolve())).hexdigest()[:16]
+    return cache_home / "sidecar-forge" / "build-context" / key
+
+
+def sync(workspace: Path, dest: Path) -> SyncResult:
+    """Make `dest` hold the same bytes as `workspace` (within the whitelist)."""
+    dockerignore = workspace / ".dockerignore"
+    allowed = top_level_whitelist(dockerignore.read_text()) if dockerignore.is_file() else None
+    dest.mkdir(parents=True, exist_ok=True)
+    counts = {"written": 0, "removed": 0, "unchanged": 0}
+    seen: set[Path] = set()
+    for entry in sorted(os.listdir(workspace)):
+        if entry in ALWAYS_SKIPPED or (allowed is not None and entry not in allowed):
+            continue
+        _sync_tree(workspace / entry, dest / entry, seen, counts)
+    _remove_unseen(dest, seen, counts)
+    return SyncResult(counts["written"], counts["removed"], counts["unchanged"])
+
+
+def _sync_tree(src: Path, dst: Path, seen: set[Path], counts: dict[str, int]) -> None:
+    st = src.lstat()
+    seen.add(dst)
+    if stat.S_ISDIR(st.st_mode):
+        if dst.is_symlink() or (dst.exists() and not dst.is_dir()):
+            dst.unlink()
+        dst.mkdir(exist_ok=True)
+        for name in sorted(os.listdir(src)):
+            if name in ALWAYS_SKIPPED or name.endswith(".pyc"):
+                continue
+            _sync_tree(src / name, dst / name, seen, counts)
+    elif stat.S_ISLNK(st.st_mode):
+        target = os.readlink(src)
+        if dst.is_symlink() and os.readlink(dst) == target:
+            counts["unchanged"] += 1
+            return
+        _remove(dst)
+        os.symlink(target, dst)
+        counts["written"] += 1
+    elif stat.S_ISREG(st.st_mode):
+        if _same_file(src, st, dst):
+            counts["unchanged"] += 1
+            return
+        old_mtime_ns = dst.lstat().st_mtime_ns if dst.exists() and not dst.is_symlink() else 0
+        _remove(dst)
+        shutil.copyfile(src, dst)
+        os.chmod(dst, stat.S_IMODE(st.st_mode))
+        # Strictly newer than what BuildKit saw, so its size+mtime check sends the new bytes.
+        fresh = max(time.time_ns(), old_mtime_ns + 1_000_000_000)
+        os.utime(dst, ns=(fresh, fresh))
+        counts["written"] += 1
+    # fifos, sockets and devices are not build inputs; they are left out
+
+
+def _same_file(src: Path, st: os.stat_result, dst: Path) -> bool:
+    try:
+        dst_st = dst.lstat()
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISREG(dst_st.st_mode) or dst_st.st_size != st.st_size:
+        return False
+    if stat.S_IMODE(dst_st.st_mode) != stat.S_IMODE(st.st_mode):
+        return False
+    # Not filecmp: it caches verdicts by (size, mtime), the very thing that cannot be trusted here.
+    with src.open("rb") as a, dst.open("rb") as b:
+        while True:
+            block_a, block_b = a.read(1 << 16), b.read(1 << 16)
+            if block_a != block_b:
+                return False
+            if not block_a:
+                return True
+
+
+def _remove(path: Path) -> None:
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.is_dir():
+        shutil.rmtree(path)
+
+
+def _remove_unseen(dest: Path, seen: set[Path], counts: dict[str, int]) -> None:
+    for root, dirs, files in os.walk(dest, topdown=False):
+        for name in files + dirs:
+            path = Path(root) / name
+            if path not in seen:
+                _remove(path)
+                counts["removed"] += 1

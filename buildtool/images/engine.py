@@ -1,0 +1,78 @@
+"""The Docker engine, through the Docker SDK for Python: reachability, images, sizes.
+
+The SDK's own `images.build` uses the legacy builder (no `RUN --mount`), so builds go through a
+BuildKit client on the command line (see `client.py`); everything else goes through the SDK.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import docker
+import docker.errors
+
+
+@dataclass(frozen=True)
+class EngineInfo:
+    """What the build driver reports about the engine it talks to."""
+
+    version: str
+    api_version: str
+    os: str
+    arch: str
+
+
+class Engine:
+    """A reachable engine; create with `connect()`."""
+
+    def __init__(self, client: Any, info: EngineInfo) -> None:
+        self._client = client
+        self.info = info
+
+    @property
+    def sdk(self) -> Any:
+        return self._client
+
+    def image_exists(self, name: str) -> bool:
+        try:
+            self._client.images.get(name)
+        except docker.errors.ImageNotFound:
+            return False
+        return True
+
+    def image_size(self, name: str) -> int:
+        """Size in bytes of a local image (what `docker images` shows)."""
+        return int(self._client.images.get(name).attrs["Size"])
+
+    def image_id(self, name: str) -> str:
+        return str(self._client.images.get(name).id)
+
+    def pull(self, name: str) -> None:
+        """Pull `name`; raises `docker.errors.APIError` (or a connection error) on failure."""
+        repository, _, tag = name.rpartition(":") if ":" in name.split("/")[-1] else (name, "", "")
+        self._client.images.pull(repository, tag=tag or "latest")
+
+    def close(self) -> None:
+        self._client.close()
+
+
+def connect(base_url: str | None = None, timeout: int = 10) -> Engine | None:
+    """The engine at `base_url` (default: the SDK's environment rules), or None if unreachable."""
+    try:
+        client = (
+            docker.DockerClient(base_url=base_url, timeout=timeout)
+            if base_url
+            else docker.from_env(timeout=timeout)
+        )
+        client.ping()
+        version = client.version()
+    except (docker.errors.DockerException, OSError):
+        return None
+    info = EngineInfo(
+        version=str(version.get("Version", "?")),
+        api_version=str(version.get("ApiVersion", "?")),
+        os=str(version.get("Os", "?")),
+        arch=str(version.get("Arch", "?")),
+    )
+    return Engine(client, info)

@@ -1,0 +1,121 @@
+"""`buildtool images build` end to end: engine, client, base image, wheelhouse, context, builds."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from buildtool.images import base, client, context, local, wheelhouse
+from buildtool.images.build import BuildOptions, ImageResult, build_env, build_one, check_options
+from buildtool.images.engine import Engine, connect
+from buildtool.images.ui import Reporter
+
+
+@dataclass(frozen=True)
+class JobOptions:
+    build: BuildOptions
+    environ: tuple[tuple[str, str], ...]  # the environment, read once by the CLI
+    docker_host: str | None = None
+    python_version: str | None = None  # the base image's Python; None: ask the image
+    local_cache: Path | None = None  # local mode's cache folder (no engine reachable)
+
+
+@dataclass(frozen=True)
+class JobResult:
+    mode: str  # "buildkit" or "local"
+    client: str | None
+    images: tuple[ImageResult, ...]
+    local_artifacts: tuple[Path, ...] = ()
+
+
+def platforms_for(platform: str | None, engine_arch: str) -> tuple[str, ...]:
+    """The wheelhouse must cover every platform built; default: the engine's own."""
+    if platform:
+        return tuple(p.strip() for p in platform.split(",") if p.strip())
+    arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(engine_arch, engine_arch)
+    return (f"linux/{arch}",)
+
+
+def base_python_version(engine: Engine, image: str) -> str:
+    """`major.minor` of python3 in the base image (the wheelhouse must match it)."""
+    out = engine.sdk.containers.run(
+        image,
+        ["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+        remove=True,
+        network_disabled=True,
+    )
+    return bytes(out).decode().strip()
+
+
+def run(options: JobOptions, report: Reporter) -> JobResult:
+    env = dict(options.environ)
+    engine = connect(options.docker_host)
+    if engine is None:
+        return _run_local(options, report)
+    try:
+        return _run_buildkit(engine, options, env, report)
+    finally:
+        engine.close()
+
+
+def _run_buildkit(
+    engine: Engine, options: JobOptions, env: dict[str, str], report: Reporter
+) -> JobResult:
+    opts = options.build
+    info = engine.info
+    report.line(f"engine: Docker {info.version} (API {info.api_version}, {info.os}/{info.arch})")
+    found = client.find_client(env)
+    report.line(f"BuildKit client: {found.describe()}")
+    check_options(found, opts)
+
+    spec = base.BaseImageSpec(name=opts.base_image, allow_pull=opts.allow_pull)
+    base.ensure_base_image(engine, found.binary, spec, report)
+
+    python = options.python_version or base_python_version(engine, opts.base_image)
+    wheel_spec = wheelhouse.WheelhouseSpec(
+        directory=opts.workspace / "wheelhouse",
+        pyproject=opts.workspace / "pyproject.toml",
+        constraints=opts.workspace / "constraints.txt",
+        platforms=platforms_for(opts.platform, info.arch),
+        python_version=python,
+    )
+    wheelhouse.prepare(wheel_spec, report)
+
+    synced = context.sync(opts.workspace, opts.context_dir)
+    report.line(
+        f"build context {opts.context_dir}: {synced.written} written, {synced.removed} removed, "
+        f"{synced.unchanged} unchanged"
+    )
+    benv = build_env(found, env)
+    results = []
+    for target in opts.targets:
+        report.line(f"building {target} ...")
+        results.append(build_one(found, opts, target, benv, report))
+    sized = tuple(replace(r, size_bytes=engine.image_size(r.tag)) for r in results)
+    return JobResult("buildkit", found.describe(), sized)
+
+
+def _run_local(options: JobOptions, report: Reporter) -> JobResult:
+    opts = options.build
+    report.line(
+        "engine: no Docker engine reachable; building the sidecars locally with the cache "
+        "helper's local mode instead (no images)"
+    )
+    cache_root = options.local_cache or (opts.context_dir.parent / "local")
+    sidecars = [t.removeprefix("sidecar-") for t in opts.targets]
+    wheels = local.build_all(opts.workspace, cache_root, sidecars, report)
+    return JobResult("local", None, (), tuple(wheels))
+
+
+def format_size(size: int | None) -> str:
+    if size is None:
+        return "?"
+    return f"{size / 1e6:.0f} MB"
+
+
+def summary_rows(images: Sequence[ImageResult]) -> list[tuple[str, str, str, str]]:
+    return [
+        (r.tag, format_size(r.size_bytes), f"{r.seconds:.1f} s", f"{r.cached}/{r.total}")
+        for r in images
+    ]
