@@ -1,0 +1,76 @@
+"""Build outputs: their newest mtime (an input to the decision) and clearing derived outputs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from collections.abc import Callable, Iterable
+
+from buildtool.cache.errors import CacheError, show
+
+
+def newest_mtime(
+    roots: Iterable[bytes],
+    skip: frozenset[bytes] = frozenset(),
+    ignore: Callable[[bytes], bool] | None = None,
+) -> float | None:
+    """Newest mtime of any file or symlink under `roots` (absolute), never following links.
+
+    `skip`: absolute directories not to enter. `ignore(abs_path)`: files not to count.
+    """
+    newest: float | None = None
+    todo = [r for r in roots if os.path.isdir(r)]
+    while todo:
+        current = todo.pop()
+        try:
+            with os.scandir(current) as listing:
+                items = list(listing)
+        except OSError as exc:
+            raise CacheError(
+                f"cannot list build output folder {show(current)}: {exc.strerror}"
+            ) from exc
+        for item in items:
+            path = os.path.join(current, os.fsencode(item.name))
+            if item.is_dir(follow_symlinks=False):
+                if path not in skip:
+                    todo.append(path)
+                continue
+            if ignore is not None and ignore(path):
+                continue
+            try:
+                mtime = item.stat(follow_symlinks=False).st_mtime
+            except FileNotFoundError:
+                continue
+            if newest is None or mtime > newest:
+                newest = mtime
+    return newest
+
+
+def clear(path: bytes, keep: bytes | None) -> None:
+    """Remove what `path` holds; the folder itself stays (it may be a mount point).
+
+    `keep`: an absolute path inside `path` that survives (the helper's own state folder).
+    """
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise CacheError(f"cannot clear {show(path)}: {exc.strerror}") from exc
+    try:
+        if not stat.S_ISDIR(st.st_mode):
+            os.unlink(path)
+            return
+        for name in os.listdir(path):
+            child = os.path.join(path, name)
+            if keep is not None and (child == keep or keep.startswith(child + b"/")):
+                if child != keep:
+                    clear(child, keep)
+                continue
+            if os.path.isdir(child) and not os.path.islink(child):
+                shutil.rmtree(child)
+            else:
+                os.unlink(child)
+    except OSError as exc:
+        raise CacheError(f"cannot clear {show(path)}: {exc.strerror}") from exc

@@ -1,0 +1,345 @@
+"""Walk a workspace and hash its inputs, in parallel across cores (spec rules 1-2).
+
+The walk lists directories in this process. Hashing many small files is bound by per-file
+interpreter work, which threads cannot spread (the GIL), so large workspaces are split across
+forked worker processes that report fixed-size records through pipes. Files of 4 MiB and more
+are hashed here, by blake3's own threads over an mmap.
+"""
+
+from __future__ import annotations
+
+import errno
+import mmap
+import os
+import stat
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from buildtool.cache.digest import (
+    KIND_EXEC,
+    KIND_FILE,
+    KIND_SYMLINK,
+    Entry,
+    auto_threads,
+    hasher_factory,
+)
+from buildtool.cache.errors import CacheError, show
+from buildtool.cache.inputs import InputRules
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# O_NONBLOCK: a file swapped for a fifo between listing and opening must not hang the scan
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+BIG_FILE = 4 << 20  # from here on, blake3 hashes with its own threads over an mmap
+FORK_MIN_FILES = 2000  # below this, forking costs more than it saves
+
+# per-file record from a hashing worker: status, digest, mode, size, mtime_ns, atime_ns
+_REC = struct.Struct("<B32sIqqq")
+_OK, _BIG, _NOT_REGULAR, _ERROR = 0, 1, 2, 3
+
+
+@dataclass(frozen=True, slots=True)
+class Skipped:
+    """A path that is not hashed because it is a fifo, socket or device."""
+
+    path: bytes
+    what: str
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    entries: tuple[Entry, ...]  # sorted by path bytes
+    skipped: tuple[Skipped, ...]
+    bytes_hashed: int
+
+
+ProgressHook = Callable[[int, int], None]  # (files done, bytes done) increments
+_Dir = tuple[bytes, list[bytes]]  # (directory rel path, file names in it)
+
+
+def _special_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "fifo"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "device"
+    return "special file"
+
+
+def _join(rel: bytes, name: bytes) -> bytes:
+    return rel + b"/" + name if rel else name
+
+
+class _Walk:
+    def __init__(self, root: bytes, rules: InputRules) -> None:
+        self.root = root
+        self.rules = rules
+        self.symlinks: list[Entry] = []
+        self.skipped: list[Skipped] = []
+        self.dirs: list[_Dir] = []
+        self.nfiles = 0
+
+    def where(self, rel: bytes) -> str:
+        return show(os.path.join(self.root, rel) if rel else self.root)
+
+    def run(self) -> None:
+        todo = [b""]
+        while todo:
+            rel = todo.pop()
+            try:
+                dfd = os.open(os.path.join(self.root, rel) if rel else self.root, _DIR_FLAGS)
+            except OSError as exc:
+                raise CacheError(
+                    f"cannot read directory {self.where(rel)}: {exc.strerror}"
+                ) from exc
+            try:
+                self._list(dfd, rel, todo)
+            finally:
+                os.close(dfd)
+
+    def _list(self, dfd: int, rel: bytes, todo: list[bytes]) -> None:
+        excluded = self.rules.excluded
+        names: list[bytes] = []
+        try:
+            with os.scandir(dfd) as listing:
+                found = list(listing)
+        except OSError as exc:
+            raise CacheError(f"cannot list directory {self.where(rel)}: {exc.strerror}") from exc
+        for item in found:
+            name = os.fsencode(item.name)
+            child = _join(rel, name)
+            if item.is_dir(follow_symlinks=False):
+                if not excluded(child, name, True):
+                    todo.append(child)
+            elif excluded(child, name, False):
+                continue
+            elif item.is_symlink():
+                try:
+                    target = os.readlink(name, dir_fd=dfd)
+                    st = os.stat(name, dir_fd=dfd, follow_symlinks=False)
+                except OSError as exc:
+                    raise CacheError(
+                        f"cannot read symlink {self.where(child)}: {exc.strerror}"
+                    ) from exc
+                self.symlinks.append(
+                    Entry(child, KIND_SYMLINK, target, len(target), st.st_mtime_ns, st.st_atime_ns)
+                )
+            elif item.is_file(follow_symlinks=False):
+                names.append(name)
+            else:
+                mode = item.stat(follow_symlinks=False).st_mode
+                self.skipped.append(Skipped(child, _special_kind(mode)))
+        if names:
+            self.dirs.append((rel, names))
+            self.nfiles += len(names)
+
+
+def _hash_small(
+    root: bytes,
+    share: Sequence[_Dir],
+    factory: Callable[..., Any],
+    tick: ProgressHook | None = None,
+) -> bytes:
+    """Records for every file of `share`, in order; stops after the first _ERROR record."""
+    records: list[bytes] = []
+    pack = _REC.pack
+    zero = bytes(32)
+    nbytes = 0
+    for rel, names in share:
+        try:
+            dfd = os.open(os.path.join(root, rel) if rel else root, _DIR_FLAGS)
+        except OSError as exc:
+            records.append(pack(_ERROR, zero, 0, exc.errno or 0, 0, 0))
+            return b"".join(records)
+        try:
+            for name in names:
+                try:
+                    fd = os.open(name, _FILE_FLAGS, dir_fd=dfd)
+                except OSError as exc:
+                    records.append(pack(_ERROR, zero, 0, exc.errno or 0, 0, 0))
+                    return b"".join(records)
+                try:
+                    st = os.fstat(fd)
+                    size = st.st_size
+                    if not stat.S_ISREG(st.st_mode):
+                        status, digest = _NOT_REGULAR, zero
+                    elif size >= BIG_FILE:
+                        status, digest = _BIG, zero
+                    else:
+                        # read size+1 bytes: a short read is end of file, a full one means growth
+                        data = os.read(fd, size + 1)
+                        hasher = factory(data)
+                        while len(data) > size:
+                            data = os.read(fd, 1 << 20)
+                            if not data:
+                                break
+                            hasher.update(data)
+                            size += len(data)
+                        status, digest = _OK, hasher.digest()
+                except OSError as exc:
+                    records.append(pack(_ERROR, zero, 0, exc.errno or 0, 0, 0))
+                    return b"".join(records)
+                finally:
+                    os.close(fd)
+                records.append(
+                    pack(status, digest, st.st_mode, size, st.st_mtime_ns, st.st_atime_ns)
+                )
+                nbytes += size
+        finally:
+            os.close(dfd)
+        if tick is not None:
+            tick(len(names), nbytes)
+            nbytes = 0
+    return b"".join(records)
+
+
+def _hash_big(root: bytes, rel: bytes, factory: Callable[..., Any], threads: int) -> Entry:
+    path = os.path.join(root, rel)
+    try:
+        fd = os.open(path, _FILE_FLAGS)
+    except OSError as exc:
+        raise _error(path, exc.errno or 0) from exc
+    try:
+        st = os.fstat(fd)
+        hasher = factory(max_threads=threads)
+        if st.st_size:
+            with mmap.mmap(fd, st.st_size, access=mmap.ACCESS_READ) as mapped:
+                hasher.update(mapped)
+    except OSError as exc:
+        raise _error(path, exc.errno or 0) from exc
+    finally:
+        os.close(fd)
+    kind = KIND_EXEC if st.st_mode & 0o111 else KIND_FILE
+    return Entry(rel, kind, hasher.digest(), st.st_size, st.st_mtime_ns, st.st_atime_ns)
+
+
+def _error(path: bytes, code: int) -> CacheError:
+    if code in (errno.ENOENT, errno.ELOOP):
+        return CacheError(f"input changed while hashing (removed or replaced): {show(path)}")
+    return CacheError(f"cannot read input file {show(path)}: {os.strerror(code)}")
+
+
+def _split(dirs: list[_Dir], parts: int, nfiles: int) -> list[list[_Dir]]:
+    """Contiguous shares of about nfiles/parts files; big directories are cut in pieces."""
+    target = -(-nfiles // parts)
+    shares: list[list[_Dir]] = [[]]
+    room = target
+    for rel, names in dirs:
+        start = 0
+        while start < len(names):
+            if room == 0 and len(shares) < parts:
+                shares.append([])
+                room = target
+            take = len(names) - start if len(shares) == parts else min(room, len(names) - start)
+            shares[-1].append((rel, names[start : start + take]))
+            start += take
+            room -= min(room, take)
+    return shares
+
+
+def _read_all(fd: int) -> bytes:
+    chunks = []
+    while chunk := os.read(fd, 1 << 20):
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _run_shares(
+    root: bytes,
+    shares: list[list[_Dir]],
+    factory: Callable[..., Any],
+    tick: ProgressHook | None,
+) -> list[bytes]:
+    """Hash shares[1:] in forked children and shares[0] here; records in share order."""
+    children: list[tuple[int, int]] = []
+    try:
+        for share in shares[1:]:
+            read_end, write_end = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # child: hash, report, leave without running any parent cleanup
+                code = 0
+                try:
+                    os.close(read_end)
+                    view = memoryview(_hash_small(root, share, factory))
+                    while view:
+                        view = view[os.write(write_end, view) :]
+                except BaseException:
+                    code = 1
+                os._exit(code)
+            os.close(write_end)
+            children.append((pid, read_end))
+        results = [_hash_small(root, shares[0], factory, tick)]
+        for _pid, read_end in children:
+            results.append(_read_all(read_end))
+        return results
+    finally:
+        for pid, read_end in children:
+            os.close(read_end)
+            _, status = os.waitpid(pid, 0)
+            if status != 0:
+                raise CacheError(f"a hashing worker process failed (wait status {status})")
+
+
+def scan(
+    root: bytes, rules: InputRules, jobs: int = 1, progress: ProgressHook | None = None
+) -> ScanResult:
+    """Hash every input under `root` (an absolute bytes path) with up to `jobs` processes."""
+    factory = hasher_factory()
+    walk = _Walk(root, rules)
+    walk.run()
+    parts = max(1, min(jobs, walk.nfiles // (FORK_MIN_FILES // 2) or 1))
+    if parts > 1 and walk.nfiles >= FORK_MIN_FILES:
+        shares = _split(walk.dirs, parts, walk.nfiles)
+        outputs = _run_shares(root, shares, factory, progress)
+    else:
+        shares = [walk.dirs]
+        outputs = [_hash_small(root, walk.dirs, factory, progress)]
+    entries: list[Entry] = list(walk.symlinks)
+    skipped = list(walk.skipped)
+    big: list[bytes] = []
+    nbytes = 0
+    threads = auto_threads()
+    for index, (share, output) in enumerate(zip(shares, outputs, strict=True)):
+        records = _REC.iter_unpack(output)
+        done = 0
+        share_bytes = 0
+        for rel, names in share:
+            for name in names:
+                child = _join(rel, name)
+                record = next(records, None)
+                if record is None:
+                    raise CacheError(f"hashing stopped before {show(os.path.join(root, child))}")
+                status, digest, mode, size, mtime_ns, atime_ns = record
+                if status == _ERROR:
+                    raise _error(os.path.join(root, child), size)
+                if status == _BIG:
+                    big.append(child)
+                elif status == _NOT_REGULAR:
+                    skipped.append(Skipped(child, _special_kind(mode)))
+                else:
+                    kind = KIND_EXEC if mode & 0o111 else KIND_FILE
+                    entries.append(Entry(child, kind, digest, size, mtime_ns, atime_ns))
+                    share_bytes += size
+                done += 1
+        nbytes += share_bytes
+        if progress is not None and index > 0:  # this process's share reported as it went
+            progress(done, share_bytes)
+    for rel in big:
+        entry = _hash_big(root, rel, factory, threads)
+        entries.append(entry)
+        nbytes += entry.size
+        if progress is not None:
+            progress(0, entry.size)
+    entries.sort(key=lambda e: e.path)
+    skipped.sort(key=lambda s: s.path)
+    return ScanResult(tuple(entries), tuple(skipped), nbytes)
+
+
+def default_jobs() -> int:
+    """Cores this process may run on."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - non-Linux
+        return os.cpu_count() or 1

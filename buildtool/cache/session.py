@@ -1,0 +1,314 @@
+"""The cache-build sequence: hash, lock, read the stamp, decide, clean, publish, align, build.
+
+`CacheSession` holds the lock from reading the stamp until the build is over (spec rule 8) and
+publishes the new stamp before the build starts (rule 4). A `building` marker in the state
+folder lives exactly as long as a build may be writing; finding it on entry means the previous
+build was killed, and the decision treats the inputs as changed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from types import TracebackType
+
+from buildtool.cache.align import align, misaligned
+from buildtool.cache.artifacts import clear, newest_mtime
+from buildtool.cache.config import CacheConfig
+from buildtool.cache.decision import Decision, decide, removed_paths
+from buildtool.cache.digest import Entry, inputs_digest, path_list_hash
+from buildtool.cache.errors import CacheError, show
+from buildtool.cache.inputs import STATE_DIR, InputRules, relative_inside
+from buildtool.cache.local import WORKTREE_NAME, sync
+from buildtool.cache.lock import CacheLock
+from buildtool.cache.progress import HashProgress
+from buildtool.cache.scan import ScanResult, Skipped, scan
+from buildtool.cache.stamp import (
+    Stamp,
+    StampProblem,
+    read_paths,
+    read_stamp,
+    remove_stale_temps,
+    write_paths,
+    write_stamp,
+)
+
+MARKER_NAME = b"building"
+MAX_WAIT = 2.0  # seconds; T further ahead means artifacts from a clock in the future
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the helper decided and did (or, for a dry run, would do)."""
+
+    decision: Decision
+    digest: str
+    hashed: int
+    bytes_hashed: int
+    aligned: int
+    skipped: tuple[Skipped, ...]
+    cleaned: tuple[bytes, ...]
+    build_dir: bytes  # where the command runs: the workspace, or the local copy
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Folders of one run, checked once."""
+
+    workspace: bytes
+    cache: bytes
+    state: bytes
+    build_dir: bytes
+    rules: InputRules
+
+
+def layout(config: CacheConfig, create: bool) -> Layout:
+    ws, cache = config.workspace, config.cache
+    if not os.path.isdir(ws):
+        raise CacheError(f"workspace {show(ws)} is not a directory")
+    if relative_inside(cache, ws) is not None:
+        raise CacheError(
+            f"workspace {show(ws)} must not be the cache folder {show(cache)} or inside it"
+        )
+    if os.path.lexists(cache) and not os.path.isdir(cache):
+        raise CacheError(f"cache folder {show(cache)} exists and is not a directory")
+    state = os.path.join(cache, STATE_DIR)
+    if os.path.lexists(state) and (os.path.islink(state) or not os.path.isdir(state)):
+        raise CacheError(f"bad stamp folder: {show(state)} is not a directory")
+    if create:
+        try:
+            os.makedirs(state, exist_ok=True)
+        except OSError as exc:
+            raise CacheError(
+                f"bad stamp folder: cannot create {show(state)}: {exc.strerror}"
+            ) from exc
+        if not os.access(state, os.W_OK | os.X_OK):
+            raise CacheError(f"bad stamp folder: {show(state)} is not writable")
+    # the cache folder (and an artifact folder) inside the workspace is output, not input
+    inside = [relative_inside(ws, d) for d in (cache, *config.artifact_dirs)]
+    rules = InputRules.build([r for r in inside if r], config.excludes)
+    build_dir = os.path.join(state, WORKTREE_NAME) if config.local else ws
+    return Layout(ws, cache, state, build_dir, rules)
+
+
+def _clean_targets(config: CacheConfig, where: Layout, paths: list[bytes]) -> list[bytes]:
+    """Absolute `--clean-on-removal` paths, refusing any that would delete an input."""
+    inputs = set(paths)
+    targets = []
+    for given in config.clean_on_removal:
+        target = os.path.normpath(os.path.join(where.build_dir, given))
+        rel = relative_inside(where.build_dir, target)
+        if rel == b"" or (rel is None and relative_inside(where.cache, target) is None):
+            raise CacheError(
+                f"--clean-on-removal {show(given)}: must name a folder inside the workspace "
+                f"(not the workspace itself) or inside the cache folder {show(where.cache)}"
+            )
+        if rel is not None:
+            prefix = rel + b"/"
+            if rel in inputs or any(p.startswith(prefix) for p in inputs):
+                raise CacheError(
+                    f"--clean-on-removal {show(given)}: it holds inputs; name derived outputs only"
+                )
+        targets.append(target)
+    return targets
+
+
+class CacheSession:
+    """`with CacheSession(config, say) as outcome:` build in `outcome.build_dir`, then
+    `finish(completed)` says whether the build ran to its end (a killed build keeps the marker).
+    """
+
+    def __init__(
+        self,
+        config: CacheConfig,
+        say: Callable[[str], None],
+        now: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.config = config
+        self.say = say
+        self.now = now
+        self.sleep = sleep
+        self.where = layout(config, create=True)
+        self.lock = CacheLock(self.where.state, config.lock_timeout, say)
+        self.marker = os.path.join(self.where.state, MARKER_NAME)
+        self._completed = False
+
+    def _scan(self, root: bytes) -> ScanResult:
+        bar = HashProgress(self.config.progress)
+        try:
+            return scan(root, self.where.rules, self.config.jobs, bar)
+        finally:
+            bar.close()
+
+    def __enter__(self) -> Outcome:
+        where = self.where
+        # the checkout is private to this helper: hash it before waiting for the lock
+        found = self._scan(where.workspace)
+        self.lock.acquire()
+        try:
+            return self._under_lock(found)
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _under_lock(self, found: ScanResult) -> Outcome:
+        where, config = self.where, self.config
+        remove_stale_temps(where.state)
+        old = read_stamp(where.state)
+        interrupted = os.path.lexists(self.marker)
+        entries = found.entries
+        digest = inputs_digest(entries)
+        paths = [e.path for e in entries]
+        copy_entries = entries
+        if config.local:
+            os.makedirs(where.build_dir, exist_ok=True)
+            before = self._scan(where.build_dir)
+            # a copy that drifted from the stamp (edited, half-synced) cannot be trusted
+            if isinstance(old, Stamp) and inputs_digest(before.entries) != old.digest:
+                interrupted = True
+            written = set(sync(where.workspace, entries, where.build_dir, before.entries))
+            by_path = {e.path: e for e in before.entries}
+            # entries of the copy: fresh writes count as misaligned (marked misaligned)
+            copy_entries = tuple(
+                by_path[e.path] if e.path not in written else _fresh(e) for e in entries
+            )
+        newest = None
+        if not isinstance(old, Stamp) or old.digest != digest or interrupted:
+            newest = self._newest_artifact(paths)
+        decision = decide(old, digest, self.now(), newest, interrupted=interrupted)
+        self._mark_building()
+        cleaned: list[bytes] = []
+        if decision.changed:
+            paths_hash = path_list_hash(paths)
+            if config.clean_on_removal:
+                targets = _clean_targets(config, where, paths)
+                if self._lost_paths(old, paths_hash, paths):
+                    for target in targets:
+                        clear(target, keep=where.state)
+                        cleaned.append(target)
+            # the path list first: a kill between the two leaves a mismatch, read as "unknown"
+            write_paths(where.state, paths, paths_hash)
+            write_stamp(where.state, Stamp(digest, paths_hash, decision.stamp_time, len(paths)))
+        aligned = align(where.build_dir, copy_entries, decision.stamp_time)
+        if config.wait_for_stamp_time:
+            self._wait_until(decision.stamp_time)
+        return Outcome(
+            decision,
+            digest,
+            len(entries),
+            found.bytes_hashed,
+            aligned,
+            found.skipped,
+            tuple(cleaned),
+            where.build_dir,
+        )
+
+    def _lost_paths(self, old: Stamp | StampProblem, paths_hash: str, paths: list[bytes]) -> bool:
+        if isinstance(old, Stamp):
+            if old.paths_hash == paths_hash:
+                return False
+            return removed_paths(read_paths(self.where.state, old.paths_hash), paths)
+        return True
+
+    def _newest_artifact(self, paths: list[bytes]) -> float | None:
+        where = self.where
+        roots = [where.cache, *self.config.artifact_dirs]
+        newest = newest_mtime(roots, skip=frozenset({where.state}))
+        if self.config.local and os.path.isdir(where.build_dir):
+            # in the copy, everything that is not an input is build output
+            inputs = {os.path.join(where.build_dir, p) for p in paths}
+            in_copy = newest_mtime([where.build_dir], ignore=inputs.__contains__)
+            if in_copy is not None and (newest is None or in_copy > newest):
+                newest = in_copy
+        return newest
+
+    def _wait_until(self, stamp_time: int) -> None:
+        ahead = stamp_time - self.now()
+        if ahead > MAX_WAIT:
+            self.say(
+                f"note: stamp time is {ahead:.0f} s ahead of the clock (outputs from a clock in "
+                "the future); the next unchanged run may rebuild"
+            )
+        elif ahead > 0:
+            self.sleep(ahead + 0.01)
+
+    def _mark_building(self) -> None:
+        try:
+            fd = os.open(self.marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+            try:
+                os.write(fd, f"{os.getpid()}\n".encode())
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        except OSError as exc:
+            raise CacheError(f"cannot write {show(self.marker)}: {exc.strerror}") from exc
+
+    def finish(self, completed: bool) -> None:
+        """Record how the build ended: only a build that ran to its end clears the marker."""
+        self._completed = completed
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            if self._completed and exc_type is None:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.marker)
+        finally:
+            self.lock.release()
+
+
+def _fresh(entry: Entry) -> Entry:
+    return replace(entry, mtime_ns=-1)  # a just-written copy: never equal to T, so aligned
+
+
+def dry_run(config: CacheConfig, now: Callable[[], float] = time.time) -> tuple[Outcome, bool]:
+    """What a run would decide, writing nothing; also whether a build holds the lock now."""
+    where = layout(config, create=False)
+    found = scan(where.workspace, where.rules, config.jobs, HashProgress(config.progress))
+    digest = inputs_digest(found.entries)
+    busy = os.path.isdir(where.state) and CacheLock(where.state, 0, lambda _: None).held_elsewhere()
+    old: Stamp | StampProblem = (
+        read_stamp(where.state) if os.path.isdir(where.state) else StampProblem.MISSING
+    )
+    interrupted = not busy and os.path.lexists(os.path.join(where.state, MARKER_NAME))
+    targets = found.entries
+    if config.local:
+        targets = (
+            scan(where.build_dir, where.rules, config.jobs).entries
+            if os.path.isdir(where.build_dir)
+            else ()
+        )
+        if isinstance(old, Stamp) and inputs_digest(targets) != old.digest:
+            interrupted = True
+    newest = None
+    if not isinstance(old, Stamp) or old.digest != digest or interrupted:
+        newest = newest_mtime([where.cache, *config.artifact_dirs], skip=frozenset({where.state}))
+    decision = decide(old, digest, now(), newest, interrupted=interrupted)
+    if config.local:
+        current = {e.path: e for e in targets}
+        would = sum(
+            1
+            for e in found.entries
+            if e.path not in current or current[e.path].mtime_ns != decision.stamp_time * 10**9
+        )
+    else:
+        would = len(misaligned(found.entries, decision.stamp_time))
+    outcome = Outcome(
+        decision,
+        digest,
+        len(found.entries),
+        found.bytes_hashed,
+        would,
+        found.skipped,
+        (),
+        where.build_dir,
+    )
+    return outcome, busy
