@@ -1,7 +1,7 @@
 """Registry of per-family sample outputs for the shared property tests.
 
 Every module in this package (one per family, e.g. `qwen3.py`, `kimi_k2.py`) exports
-`SAMPLES: list[Sample]` and `OPENERS: list[Opener]`. The shared tests (test_chunking.py,
+`SAMPLES: list[Sample]`, `OPENERS: list[Opener]` and `LOSSLESS: list[Lossless]`. The shared tests (test_chunking.py,
 test_lossless.py, test_quoted.py, test_v1_v2_differ.py) iterate over all of them, so adding a
 family's samples here is all it takes to put it under those properties.
 """
@@ -71,6 +71,29 @@ class Opener:
     opener: str
     thinking: bool | None = None
     prompt: str | None = None
+    is_call: bool = True  # False for a reasoning opener (V1 parses those, quoted or not)
+
+
+@dataclass(frozen=True)
+class CallPiece:
+    """A well-formed call as the model writes it, and what it must parse to."""
+
+    markup: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Lossless:
+    """What the lossless property test may interleave for one tool/reasoning parser pair."""
+
+    tool_parser: str | None
+    reasoning_parser: str | None
+    calls: tuple[CallPiece, ...]
+    reasoning: tuple[str, str] | None = ("<think>", "</think>")  # open, close markers
+    quoted: tuple[str, ...] = ()  # markers the test wraps in quotes / code spans (V2)
+    generations: tuple[int, ...] = (1, 2)
+    prompt: str | None = None  # e.g. a prompt that does not prefill reasoning
 
 
 def _modules() -> list[Any]:
@@ -86,6 +109,10 @@ def all_samples() -> list[Sample]:
 
 def all_openers() -> list[Opener]:
     return [o for mod in _modules() for o in getattr(mod, "OPENERS", [])]
+
+
+def all_lossless() -> list[Lossless]:
+    return [x for mod in _modules() for x in getattr(mod, "LOSSLESS", [])]
 
 
 def sample_cases() -> list[tuple[Sample, int]]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from parser_samples import Opener, Sample
+from parser_samples import CallPiece, Lossless, Opener, Sample
 
 H = "hermes"
 R = "qwen3"
@@ -50,5 +50,22 @@ SAMPLES: list[Sample] = [
 
 OPENERS: list[Opener] = [
     Opener(H, R, "<tool_call>"),
-    Opener(H, R, "<think>"),
+    Opener(H, R, "<think>", is_call=False),
+]
+
+LOSSLESS: list[Lossless] = [
+    Lossless(
+        H,
+        R,
+        (
+            CallPiece(
+                '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Zürich", "n": 2}}\n'
+                "</tool_call>",
+                "get_weather",
+                {"city": "Zürich", "n": 2},
+            ),
+            CallPiece('<tool_call>{"name":"noop","arguments":{}}</tool_call>', "noop", {}),
+        ),
+        quoted=("<tool_call>", "<think>", "</think>"),
+    ),
 ]
