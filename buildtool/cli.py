@@ -7,7 +7,7 @@ import importlib
 from collections.abc import Callable, Sequence
 
 # subcommand module -> it defines `register(subparsers)`, which sets `func` on its parsers
-SUBCOMMAND_MODULES: tuple[str, ...] = ("buildtool.cache.cli",)
+SUBCOMMAND_MODULES: tuple[str, ...] = ("buildtool.cache.cli", "buildtool.images.cli")
 
 
 def build_parser() -> argparse.ArgumentParser:
