@@ -1,0 +1,84 @@
+"""The child side: run exactly one test with pytest, recording events for the parent.
+
+Runs inside a process forked by the fork server (`run`), or as `python -m
+buildtool.isolation.child REQUEST.json` (the spawn launcher). Either way the environment is set
+before pytest starts, so every project module is first imported under the test's environment.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import sys
+import traceback
+from dataclasses import asdict, dataclass
+
+# Exit code when the child's own machinery breaks (not pytest's: those are 0-5).
+INTERNAL_ERROR = 70
+
+
+@dataclass(frozen=True)
+class ChildRequest:
+    nodeid: str
+    argv: tuple[str, ...]  # pytest arguments, the node id included
+    cwd: str
+    env: dict[str, str]  # the complete environment of the child
+    requested_env: dict[str, str | None]  # what the marker asked for (for `isolated_env`)
+    report_path: str
+    output_path: str
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> ChildRequest:
+        data = json.loads(text)
+        data["argv"] = tuple(data["argv"])
+        return cls(**data)
+
+
+def run(request: ChildRequest) -> int:
+    """Set up the process for the test, run pytest on it, return its exit status."""
+    os.environ.clear()
+    os.environ.update(request.env)
+    os.chdir(request.cwd)
+    random.seed()  # a forked child would otherwise repeat the server's random sequence
+
+    import pytest  # already imported in a fork-server child; cheap then
+
+    from buildtool.isolation.events import ChildReporter
+
+    reporter = ChildReporter(request.report_path, request.nodeid, request.requested_env)
+    # Before pytest (and any conftest) can touch the environment: what the child started with.
+    reporter.emit("hello", pid=os.getpid(), environ_names=sorted(os.environ))
+    return int(pytest.main(list(request.argv), plugins=[reporter]))
+
+
+def run_and_exit(request: ChildRequest) -> None:
+    """Never returns: a forked child must not fall back into the server's loop."""
+    code = INTERNAL_ERROR
+    try:
+        code = run(request)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else INTERNAL_ERROR
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+
+def main(argv: list[str]) -> None:
+    if len(argv) != 1:
+        sys.exit("usage: python -m buildtool.isolation.child REQUEST.json")
+    with open(argv[0], encoding="utf-8") as fh:
+        request = ChildRequest.from_json(fh.read())
+    run_and_exit(request)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

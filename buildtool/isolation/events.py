@@ -1,0 +1,87 @@
+"""The child's structured record of its pytest session: one JSON object per line.
+
+The child writes (and flushes) an event at each step, so a child that dies midway leaves a
+record of how far it got; the parent decides from these events, never from the exit code alone.
+
+Events (`"event"` key): `hello` (pid, environment names), `collect_error` (nodeid, longrepr),
+`deselected` (nodeids), `collected` (nodeids, after every plugin's selection), `start` (nodeid),
+`report` (a serialized TestReport), `finish` (exitstatus).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+Event = dict[str, Any]
+CHILD_PLUGIN_NAME = "isolated-child-reporter"
+
+
+class ChildReporter:
+    """Registered in the child's pytest session; records what ran, never changes outcomes.
+
+    It also refuses to run anything but the one expected test: when selection yields other or
+    several tests, it records them and runs none (the parent reports which).
+    """
+
+    def __init__(self, report_path: str, nodeid: str, env: dict[str, str | None]) -> None:
+        self.nodeid = nodeid
+        self.env = env  # the test's requested env (for the `isolated_env` fixture)
+        self._path = report_path
+        self._config: pytest.Config | None = None
+
+    def emit(self, event: str, **fields: Any) -> None:
+        line = json.dumps({"event": event, **fields}, default=repr) + "\n"
+        # Append + close per event: the record survives any way the child may die afterwards.
+        with open(self._path, "a", encoding="utf-8") as fh:
+            fh.write(line)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_configure(self, config: pytest.Config) -> None:
+        self._config = config
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.emit("collect_error", nodeid=report.nodeid, longrepr=str(report.longrepr))
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        self.emit("deselected", nodeids=[item.nodeid for item in items])
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        nodeids = [item.nodeid for item in items]
+        self.emit("collected", nodeids=nodeids)
+        if nodeids != [self.nodeid]:
+            items[:] = []
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        self.emit("start", nodeid=nodeid)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        assert self._config is not None
+        data = self._config.hook.pytest_report_to_serializable(config=self._config, report=report)
+        self.emit("report", data=data)
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, exitstatus: int) -> None:
+        self.emit("finish", exitstatus=int(exitstatus))
+
+
+def read_events(path: Path) -> tuple[list[Event], str | None]:
+    """The events a child wrote, and a description of a damaged record (None when intact)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return [], None
+    events: list[Event] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError:
+            return events, f"line {number} of the child's event record is not JSON: {line[:200]!r}"
+        if isinstance(value, dict):
+            events.append(value)
+    return events, None
