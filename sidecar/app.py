@@ -16,6 +16,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from parsers.api import StreamParser
 from parsers.errors import InvalidRequest
 from parsers.plan import ParsePlan
 from parsers.policy import plan_request, resolve_thinking
@@ -27,7 +28,7 @@ from sidecar.engines.base import EngineAdapter, EngineRequest, Usage
 from sidecar.errors import INTERNAL_ERROR, APIError, EngineError, envelope
 from sidecar.guided import guided_schema
 from sidecar.metrics import Metrics
-from sidecar.parsing import IncrementalParser, parser_for
+from sidecar.parsing import parse_whole, parser_for
 from sidecar.prompt import ChatTemplate
 from sidecar.request import ChatRequest, decode_body, parse_chat_request
 
@@ -97,7 +98,6 @@ class Sidecar:
             chat, plan, engine_request = self.prepare(raw)
             route, stream = plan.route, chat.stream
             self.metrics.route(route)
-            parser = parser_for(plan)
             factory = ChunkFactory(
                 id=f"chatcmpl-{uuid.uuid4().hex}",
                 created=int(time.time()),
@@ -107,22 +107,13 @@ class Sidecar:
             if chat.stream:
                 engine_stream = await self.engine.open_stream(engine_request)
                 return StreamingResponse(
-                    self._stream(engine_stream, parser, factory, started),
+                    self._stream(engine_stream, parser_for(plan), factory, started),
                     media_type="text/event-stream",
                     headers={ROUTE_HEADER: route, "cache-control": "no-cache"},
                 )
             event = await self.engine.complete(engine_request)
-            acc = Accumulator()
-            for delta in [*parser.feed(event.text), *parser.finish(event.finish_reason or "stop")]:
-                acc.add(delta)
-            body = completion(
-                factory.id,
-                factory.created,
-                factory.model,
-                acc,
-                event.finish_reason or "stop",
-                event.usage,
-            )
+            message = parse_whole(plan, event.text, event.finish_reason or "stop")
+            body = completion(factory.id, factory.created, factory.model, message, event.usage)
             self.metrics.done(200, time.perf_counter() - started, stream=False)
             return JSONResponse(body, headers={ROUTE_HEADER: route})
         except InvalidRequest as exc:
@@ -143,7 +134,7 @@ class Sidecar:
     async def _stream(
         self,
         engine_stream: EngineStream,
-        parser: IncrementalParser,
+        parser: StreamParser,
         factory: ChunkFactory,
         started: float,
     ) -> AsyncIterator[bytes]:
@@ -178,7 +169,7 @@ class Sidecar:
                 return
             for chunk in chunks_for(factory, acc, parser.finish(reason)):
                 yield sse.encode(chunk)
-            yield sse.encode(factory.delta({}, acc.finish_reason(reason)))
+            yield sse.encode(factory.delta({}, parser.finish_reason or reason))
             if factory.include_usage and usage is not None:
                 yield sse.encode(factory.usage(usage))
             yield sse.DONE_BYTES

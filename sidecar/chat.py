@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from parsers.types import Delta, ToolCallDelta
+from parsers.types import Delta, ParsedMessage, ToolCallDelta
 from sidecar.engines.base import Usage
 
 
@@ -29,61 +29,26 @@ def tool_call_delta(call: ToolCallDelta, first: bool) -> dict[str, Any]:
 
 
 @dataclass
-class _Call:
-    id: str = ""
-    name: str = ""
-    arguments: list[str] = field(default_factory=list)
-
-
-@dataclass
 class Accumulator:
-    """What was sent so far; aggregates into the non-streamed message."""
+    """What a stream has sent so far: which tool-call indexes were announced."""
 
-    content: list[str] = field(default_factory=list)
-    reasoning: list[str] = field(default_factory=list)
-    calls: dict[int, _Call] = field(default_factory=dict)
+    announced: set[int] = field(default_factory=set)
 
     def add(self, delta: Delta) -> dict[str, Any] | None:
-        """Record `delta`; returns its OpenAI `delta` object (None when it carries nothing)."""
+        """The OpenAI `delta` object for `delta` (None when it carries nothing)."""
         out: dict[str, Any] = {}
         if delta.reasoning_content:
-            self.reasoning.append(delta.reasoning_content)
             out["reasoning_content"] = delta.reasoning_content
         if delta.content:
-            self.content.append(delta.content)
             out["content"] = delta.content
         calls = []
         for call in delta.tool_calls:
-            first = call.index not in self.calls
-            entry = self.calls.setdefault(call.index, _Call())
-            entry.id = call.id or entry.id
-            entry.name = call.name or entry.name
-            if call.arguments:
-                entry.arguments.append(call.arguments)
+            first = call.index not in self.announced
+            self.announced.add(call.index)
             calls.append(tool_call_delta(call, first))
         if calls:
             out["tool_calls"] = calls
         return out or None
-
-    def finish_reason(self, engine_reason: str) -> str:
-        return "tool_calls" if self.calls else engine_reason
-
-    def message(self) -> dict[str, Any]:
-        message: dict[str, Any] = {
-            "role": "assistant",
-            "content": "".join(self.content) if self.content else None,
-            "reasoning_content": "".join(self.reasoning) if self.reasoning else None,
-        }
-        if self.calls:
-            message["tool_calls"] = [
-                {
-                    "id": call.id,
-                    "type": "function",
-                    "function": {"name": call.name, "arguments": "".join(call.arguments)},
-                }
-                for _, call in sorted(self.calls.items())
-            ]
-        return message
 
 
 @dataclass(frozen=True)
@@ -129,9 +94,24 @@ def chunks_for(
     return out
 
 
+def message_dict(message: ParsedMessage) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "role": "assistant",
+        "content": message.content,
+        "reasoning_content": message.reasoning_content,
+    }
+    if message.tool_calls:
+        out["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+            for c in message.tool_calls
+        ]
+    return out
+
+
 def completion(
-    id: str, created: int, model: str, acc: Accumulator, finish: str, usage: Usage | None
+    id: str, created: int, model: str, message: ParsedMessage, usage: Usage | None
 ) -> dict[str, Any]:
+    """A non-streamed `chat.completion` from the parsed message."""
     return {
         "id": id,
         "object": "chat.completion",
@@ -140,9 +120,9 @@ def completion(
         "choices": [
             {
                 "index": 0,
-                "message": acc.message(),
+                "message": message_dict(message),
                 "logprobs": None,
-                "finish_reason": acc.finish_reason(finish),
+                "finish_reason": message.finish_reason,
             }
         ],
         "usage": usage.as_dict() if usage else None,

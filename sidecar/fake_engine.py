@@ -158,6 +158,13 @@ class FakeEngine:
             return self._error(script.fail_status, "scripted engine failure")
         gen = _generate(script, prompt, max_tokens, stop)
         if not body.get("stream"):
+            if script.hang_after is not None:
+                while not await request.is_disconnected():
+                    await asyncio.sleep(0.05)
+                self.cancelled += 1
+                return Response(status_code=499)
+            if script.malformed_after is not None:
+                return Response(b'{"choices": [', media_type="application/json")
             return JSONResponse(self._whole(gen))
         include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
         return StreamingResponse(

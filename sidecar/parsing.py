@@ -1,34 +1,24 @@
 """The incremental parser serving one request, built from its already-decided `ParsePlan`.
 
-The route is decided once (`parsers.policy.plan_request`); this module only instantiates
-the engine that plan names, so the sidecar never re-runs route selection.
+The route is decided once (`parsers.policy.plan_request`); `StreamParser(plan=...)` only
+runs the engine that plan names, so the sidecar never re-runs route selection.
 """
 
 from __future__ import annotations
 
-from typing import Protocol
-
+from parsers.api import Aggregate, StreamParser
 from parsers.plan import ParsePlan
-from parsers.types import Delta
+from parsers.types import ParsedMessage
 
 
-class IncrementalParser(Protocol):
-    def feed(self, chunk: str) -> list[Delta]: ...
-
-    def finish(self, reason: str = "stop") -> list[Delta]: ...
+def parser_for(plan: ParsePlan) -> StreamParser:
+    return StreamParser(plan=plan)
 
 
-class PassThrough:
-    """`pass_through` route: all output is content, delivered as it arrives."""
-
-    def feed(self, chunk: str) -> list[Delta]:
-        return [Delta(content=chunk)] if chunk else []
-
-    def finish(self, reason: str = "stop") -> list[Delta]:
-        return []
-
-
-def parser_for(plan: ParsePlan) -> IncrementalParser:
-    if plan.route == "pass_through":
-        return PassThrough()
-    raise NotImplementedError(f"parser route {plan.route} is not available yet")
+def parse_whole(plan: ParsePlan, text: str, finish_reason: str) -> ParsedMessage:
+    """A non-streamed response: the same engine fed once (what `parsers.parse` does)."""
+    parser = parser_for(plan)
+    aggregate = Aggregate()
+    aggregate.add(parser.feed(text))
+    aggregate.add(parser.finish(finish_reason))
+    return aggregate.message(parser.finish_reason, parser.route)

@@ -1,0 +1,75 @@
+"""Running sidecars against fake engines on loopback, for the sidecar tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+
+from parsers.settings import load_settings
+from sidecar.app import build_app
+from sidecar.config import SidecarConfig
+from sidecar.engine_client import Timeouts
+from sidecar.engines import ENGINES
+from sidecar.engines.base import EngineAdapter
+from sidecar.engines.sglang import SGLangAdapter
+from sidecar.fake_engine import FakeEngine, RunningServer, serve_in_thread
+from sidecar.prompt import ChatTemplate
+
+KINDS = ("vllm", "sglang", "trtllm")
+MODEL = "fake-model"
+
+
+@dataclass
+class Deployment:
+    """One fake engine with the sidecars started in front of it (keyed by their config)."""
+
+    kind: str
+    engine: FakeEngine
+    engine_server: RunningServer
+    sidecars: dict[tuple[object, ...], RunningServer] = field(default_factory=dict)
+
+    def sidecar(
+        self,
+        tool_parser: str | None = None,
+        reasoning_parser: str | None = None,
+        environ: Mapping[str, str] | None = None,
+        timeout: float = 30.0,
+        max_body_bytes: int = 1 << 20,
+    ) -> str:
+        """Base URL of a sidecar with this configuration (started on first use)."""
+        env = dict(environ or {})
+        key = (tool_parser, reasoning_parser, tuple(sorted(env.items())), timeout, max_body_bytes)
+        if key not in self.sidecars:
+            settings = load_settings(
+                env, tool_parser=tool_parser, reasoning_parser=reasoning_parser
+            )
+            config = SidecarConfig(
+                engine=self.kind,
+                engine_url=self.engine_server.url,
+                model=MODEL,
+                settings=settings,
+                max_body_bytes=max_body_bytes,
+                timeouts=Timeouts(read=timeout, connect=2.0, health=1.0),
+            )
+            template = ChatTemplate.builtin(settings.family, settings.tool_parser)
+            app = build_app(config, adapter_for(self.kind), template)
+            self.sidecars[key] = serve_in_thread(app)
+        return self.sidecars[key].url
+
+    def stop(self) -> None:
+        for server in self.sidecars.values():
+            server.stop()
+        self.engine_server.stop()
+
+
+def adapter_for(kind: str) -> EngineAdapter:
+    return SGLangAdapter() if kind == "sglang" else ENGINES[kind]()
+
+
+def deploy(kind: str, *, incremental: bool = False) -> Iterator[Deployment]:
+    engine = FakeEngine(kind, incremental=incremental)
+    deployment = Deployment(kind, engine, serve_in_thread(engine.app))
+    try:
+        yield deployment
+    finally:
+        deployment.stop()
