@@ -37,7 +37,9 @@ COPY . /src/
 
 # ---- The cache helper's own regression tests (quick subset), before anything relies on it -----
 FROM builder-base AS helper-tests
-RUN python3 -B -m pytest -p no:cacheprovider -q -m "not slow and not docker" tests/cache \
+# -B and PYTHONDONTWRITEBYTECODE: no .pyc lands next to the sources the helper hashes.
+RUN python3 -B -m pytest -p no:cacheprovider -q -m "not slow and not docker" \
+        tests/buildtool/test_cache_decision.py tests/buildtool/test_cache_inputs.py \
  && touch /helper-tests.ok
 
 # ---- Builder stages: one per sidecar, ONE shared cache mount per architecture -----------------

@@ -23,7 +23,7 @@ class ConsoleReporter:
         self._status: Status | None = None
 
     def line(self, message: str) -> None:
-        self.console.print(message, markup=False)
+        self.console.print(message, markup=False, soft_wrap=True)
 
     def status(self, message: str) -> None:
         if not self.console.is_terminal:

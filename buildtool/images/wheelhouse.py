@@ -30,7 +30,7 @@ from pathlib import Path
 from buildtool.images.ui import Reporter
 
 # The builder stages run the helper's regression tests and build a wheel with setuptools.
-BUILD_TOOLS: tuple[str, ...] = ("pytest", "setuptools", "wheel")
+BUILD_TOOLS: tuple[str, ...] = ("pytest", "pytest-timeout", "hypothesis", "setuptools", "wheel")
 # glibc of Debian bookworm is 2.36: every manylinux tag up to it is compatible.
 GLIBC_MINOR = 36
 ARCH_BY_PLATFORM = {
