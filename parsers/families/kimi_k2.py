@@ -1,0 +1,396 @@
+"""Kimi K2 / K2.5: tool parser `kimi_k2`, reasoning parser `kimi_k25` (spec section 2).
+
+    <|tool_calls_section_begin|>
+    <|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{JSON}<|tool_call_end|>
+    <|tool_calls_section_end|>
+
+The section markers also come in the singular spelling (`<|tool_call_section_begin|>`), and a
+bare `<|tool_call_begin|>` without a section is still a call. The call id is the model's own
+`functions.NAME:IDX`, kept verbatim; the name is the id without the `functions.` prefix and the
+`:IDX` suffix (names may hold dots, dashes, underscores, even colons).
+
+Arguments: the JSON text between the argument marker and `<|tool_call_end|>`, re-serialized
+canonically as it streams (`parsers.jsonstream`). The end marker counts only outside JSON
+strings, so a `<|tool_call_end|>` look-alike inside a string value does not end the call, unless
+it is followed by nothing but another call, a section marker or the end of output (then the
+string was cut off). Arguments that are not valid JSON are kept as written (the call still
+stands). Outside strings a new call or a section marker also ends a call whose end marker is
+missing: a malformed call never swallows the next one. A call whose id is malformed is content,
+verbatim. Inside a section, blank text between calls is layout; other text is content.
+
+Reasoning (`kimi_k25`): `<think>` ... `</think>`, forced (the plan starts in reasoning, a leading
+`<think>` is only the opener); a tool-call start marker also ends it (the engines do that for
+every family).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from parsers.families.base import (
+    CallArgs,
+    CallBegin,
+    CallContext,
+    CallEnd,
+    CallScanner,
+    Event,
+    ReasoningGrammar,
+    ScanResult,
+    Text,
+    ToolGrammar,
+)
+from parsers.jsonstream import JsonValueReader
+
+SECTION_BEGINS = ("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>")
+SECTION_ENDS = ("<|tool_calls_section_end|>", "<|tool_call_section_end|>")
+CALL_BEGIN = "<|tool_call_begin|>"
+ARG_BEGIN = "<|tool_call_argument_begin|>"
+CALL_END = "<|tool_call_end|>"
+
+# Markers that end a call's header or arguments (outside JSON strings) without its end marker.
+_BOUNDARIES = (CALL_BEGIN, *SECTION_ENDS, *SECTION_BEGINS)
+_HEADER_STOPS = (ARG_BEGIN, CALL_END, *_BOUNDARIES)
+_ARG_STOPS = (CALL_END, *_BOUNDARIES)
+_SECTION_STOPS = (CALL_BEGIN, *SECTION_ENDS, *SECTION_BEGINS)
+_LONGEST = max(len(m) for m in (*_HEADER_STOPS, *_SECTION_STOPS))
+_ID_RE = re.compile(r"(?P<name>\S+?):(?P<index>\d+)")
+_FUNCTIONS_PREFIX = "functions."
+_WS = " \t\r\n"
+
+
+def parse_call_id(header: str) -> tuple[str, str] | None:
+    """(id, name) from a call header such as ` functions.get_weather:0 `; None if malformed."""
+    call_id = header.strip()
+    match = _ID_RE.fullmatch(call_id)
+    if match is None or "<|" in call_id:
+        return None
+    name = match.group("name")
+    if name.startswith(_FUNCTIONS_PREFIX):
+        name = name[len(_FUNCTIONS_PREFIX) :]
+    if not name:
+        return None
+    return call_id, name
+
+
+def _marker_at(text: str, i: int, markers: tuple[str, ...], final: bool) -> str | None:
+    """The marker starting at text[i]; "" when none can; None while a cut one may follow."""
+    rest = text[i : i + _LONGEST]
+    for marker in markers:
+        if rest.startswith(marker):
+            return marker
+    if not final:
+        for marker in markers:
+            if len(rest) < len(marker) and marker.startswith(rest):
+                return None
+    return ""
+
+
+@dataclass
+class _Call:
+    """One call after `<|tool_call_begin|>`: header, then arguments, until an end or boundary.
+
+    `feed` returns None while the call goes on, else the text after it (after the end marker,
+    or from the boundary marker on, or from the offending marker on when the header failed).
+    """
+
+    raw: str = CALL_BEGIN  # the call's markup as written, for V1 (returned as content)
+    events: list[Event] = field(default_factory=list)
+    failed: bool = False  # malformed header: nothing was emitted, `raw` is content
+    ended: bool = False
+    _named: bool = False
+    _buf: str = ""  # undecided text (the header, or a possible cut marker)
+    _hscan: int = 0  # where the header scan resumes in _buf
+    _args: list[str] = field(default_factory=list)  # argument text fed to the reader
+    _started: bool = False  # a non-blank argument character was seen
+    _sent: list[str] = field(default_factory=list)  # argument fragments emitted
+    _in_string: bool = False
+    _escape: bool = False
+    _reader: JsonValueReader = field(default_factory=JsonValueReader)
+    _bad_at: int | None = None  # offset in the argument text where the JSON went wrong
+    _raw_mode: bool = False  # after a JSON error: look for the end marker verbatim
+
+    def feed(self, text: str, final: bool = False) -> str | None:
+        text = self._buf + text
+        self._buf = ""
+        if not self._named:
+            return self._header(text, final)
+        return self._arguments(text, final)
+
+    # -- header --
+
+    def _header(self, text: str, final: bool) -> str | None:
+        start = self._hscan
+        while True:
+            i = text.find("<", start)
+            marker = _marker_at(text, i, _HEADER_STOPS, final) if i != -1 else ""
+            if i == -1 or marker is None:
+                if final:  # cut off inside the header: not a call
+                    self.raw += text
+                    self.failed = self.ended = True
+                    return ""
+                self._buf, self._hscan = text, (len(text) if i == -1 else i)
+                return None
+            if marker == "":
+                start = i + 1
+                continue
+            parsed = parse_call_id(text[:i]) if marker == ARG_BEGIN else None
+            if parsed is None:
+                self.raw += text[:i]
+                self.failed = self.ended = True
+                return text[i:]
+            call_id, name = parsed
+            self.raw += text[: i + len(ARG_BEGIN)]
+            self._named = True
+            self.events.append(CallBegin(name, call_id))
+            return self._arguments(text[i + len(ARG_BEGIN) :], final)
+
+    # -- arguments --
+
+    def _arguments(self, text: str, final: bool) -> str | None:
+        n = len(text)
+        i = 0
+        fed = 0  # text[:fed] has gone to the reader (or the raw tail)
+        while i < n:
+            c = text[i]
+            if self._raw_mode or not self._in_string:
+                if c == "<":
+                    marker = _marker_at(text, i, _ARG_STOPS, final)
+                    if marker is None:
+                        self._take(text[fed:i])
+                        self._buf = text[i:]
+                        return None
+                    if marker:
+                        self._take(text[fed:i])
+                        return self._end(text, i, marker)
+                elif c == '"' and not self._raw_mode:
+                    self._in_string = True
+                i += 1
+                continue
+            if self._escape:
+                self._escape = False
+            elif c == "\\":
+                self._escape = True
+            elif c == '"':
+                self._in_string = False
+            elif c == "<" and text.startswith(CALL_END, i):
+                # A look-alike inside a string, unless only another call, a section marker
+                # or the end of output follows it (then the string was cut off).
+                j = i + len(CALL_END)
+                while j < n and text[j] in _WS:
+                    j += 1
+                after = _marker_at(text, j, _BOUNDARIES, final) if j < n else ""
+                if (j == n and not final) or after is None:
+                    self._take(text[fed:i])
+                    self._buf = text[i:]
+                    return None
+                if j == n or after:
+                    self._take(text[fed:i])
+                    return self._end(text, i, CALL_END)
+            elif c == "<" and not final and CALL_END.startswith(text[i : i + len(CALL_END)]):
+                self._take(text[fed:i])
+                self._buf = text[i:]
+                return None
+            i += 1
+        self._take(text[fed:])
+        if final:
+            self._close(terminated=False)
+            return ""
+        return None
+
+    def _take(self, text: str) -> None:
+        """Argument text: to the reader while the JSON holds, else kept for the raw tail."""
+        if not text:
+            return
+        self.raw += text
+        if not self._started:
+            stripped = text.lstrip(_WS)
+            if not stripped:
+                return
+            text, self._started = stripped, True
+        offset = sum(len(part) for part in self._args)
+        self._args.append(text)
+        if self._bad_at is not None:
+            return
+        reader = self._reader
+        if reader.done:
+            if text.strip(_WS):  # more than whitespace after the value
+                self._bad_at = offset + len(text) - len(text.lstrip(_WS))
+                self._raw_mode = True
+            return
+        out, pos = reader.feed(text)
+        self._send(out)
+        if reader.error is not None:
+            self._bad_at = offset + pos
+            self._raw_mode = True
+        elif reader.done and text[pos:].strip(_WS):
+            self._bad_at = offset + pos + len(text[pos:]) - len(text[pos:].lstrip(_WS))
+            self._raw_mode = True
+
+    def _send(self, fragment: str) -> None:
+        if fragment:
+            self._sent.append(fragment)
+            self.events.append(CallArgs(fragment))
+
+    def _end(self, text: str, i: int, marker: str) -> str:
+        if marker == CALL_END:
+            self.raw += CALL_END
+            self._close(terminated=True)
+            return text[i + len(CALL_END) :]
+        self._close(terminated=False)
+        return text[i:]
+
+    def _close(self, *, terminated: bool) -> None:
+        """The call is over: at its end marker, or cut off (boundary marker, end of output)."""
+        self.ended = True
+        reader = self._reader
+        if not self._started:
+            self._send("{}")
+            self.events.append(CallEnd(True, self.raw))
+            return
+        if self._bad_at is None and not reader.done:
+            last = reader.end()  # a trailing number completes the value here
+            if reader.done:
+                self._send(last)
+        if reader.done and self._bad_at is None:
+            self.events.append(CallEnd(True, self.raw))
+            return
+        if terminated:
+            # Not valid JSON but a whole call: the arguments are kept as written.
+            written = "".join(self._args).rstrip(_WS)
+            sent = "".join(self._sent)
+            if written.startswith(sent):
+                tail = written[len(sent) :]
+            else:  # the valid part was re-serialized: keep the rest as written
+                bad = len(written) if self._bad_at is None else self._bad_at
+                tail = reader.pending_token + written[bad:]
+            self._send(tail)
+            self.events.append(CallEnd(True, self.raw))
+            return
+        # Cut off with unfinished JSON: close what was sent; the text after a JSON error goes
+        # back as content (V2 already streamed the part before it).
+        self._send(reader.closers())
+        written = "".join(self._args)
+        if self._bad_at is not None and written[self._bad_at :]:
+            rest = written[self._bad_at :]
+            self.events.append(CallEnd(False, self.raw[: len(self.raw) - len(rest)]))
+            self.events.append(Text(rest))
+            return
+        self.events.append(CallEnd(False, self.raw))
+
+
+class _Scanner(CallScanner):
+    """A call region: a section (many calls, until its end marker) or one bare call."""
+
+    def __init__(self, start: str) -> None:
+        self._section = start != CALL_BEGIN
+        self._call: _Call | None = None if self._section else _Call()
+        self._buf = ""
+        self._run_started = False  # the current run of section text has non-blank text
+        self._blanks = ""  # trailing blanks of that run: layout if a marker follows
+        self._emitted = False
+
+    def feed(self, text: str) -> ScanResult:
+        return self._scan(text, final=False)
+
+    def finish(self) -> ScanResult:
+        return self._scan("", final=True)
+
+    def _scan(self, text: str, final: bool) -> ScanResult:
+        events: list[Event] = []
+        buf = self._buf + text
+        self._buf = ""
+        while True:
+            call = self._call
+            if call is not None:
+                rest = call.feed(buf, final)
+                if call.failed and not self._section and not self._emitted:
+                    # A bare start marker that is not a call: the engine re-scans the text.
+                    return ScanResult([], "reject", call.raw[len(CALL_BEGIN) :] + (rest or ""))
+                if call.failed:  # a malformed call is content, verbatim
+                    self._text(events, call.raw)
+                else:
+                    self._events(events, call.events)
+                    call.events.clear()
+                if rest is None:
+                    return ScanResult(events)
+                self._call = None
+                buf = rest
+                if not self._section:
+                    return ScanResult(events, "done", buf)
+                continue
+            done, buf = self._section_text(buf, events, final)
+            if done:
+                return ScanResult(events, "done", buf)
+            if self._call is None:
+                self._buf = buf
+                return ScanResult(events, "done" if final else "more", "")
+
+    def _section_text(self, buf: str, events: list[Event], final: bool) -> tuple[bool, str]:
+        """Scan section text up to the next call (opened in self._call) or the section end."""
+        i = 0
+        while True:
+            j = buf.find("<", i)
+            marker = _marker_at(buf, j, _SECTION_STOPS, final) if j != -1 else ""
+            if j == -1 or marker is None:
+                self._run_text(events, buf[i:] if j == -1 else buf[i:j])
+                if final:
+                    self._run_end()
+                return False, "" if j == -1 else buf[j:]
+            if marker == "":
+                self._run_text(events, buf[i : j + 1])
+                i = j + 1
+                continue
+            self._run_text(events, buf[i:j])
+            self._run_end()
+            i = j + len(marker)
+            if marker == CALL_BEGIN:
+                self._call = _Call()
+                return False, buf[i:]
+            if marker in SECTION_ENDS:
+                return True, buf[i:]
+            # a repeated section start is layout
+
+    def _run_text(self, events: list[Event], text: str) -> None:
+        """Section text between markers: content, without the blanks next to the markers."""
+        if not text:
+            return
+        if not self._run_started:
+            text = text.lstrip(_WS)
+            if not text:
+                return
+            self._run_started = True
+        body = text.rstrip(_WS)
+        if body:
+            self._text(events, self._blanks + body)
+            self._blanks = ""
+        self._blanks += text[len(body) :]
+
+    def _run_end(self) -> None:
+        self._blanks = ""
+        self._run_started = False
+
+    def _text(self, events: list[Event], text: str) -> None:
+        if text:
+            self._events(events, [Text(text)])
+
+    def _events(self, events: list[Event], new: list[Event]) -> None:
+        if new:
+            self._emitted = True
+            events.extend(new)
+
+
+class KimiK2Grammar(ToolGrammar):
+    name = "kimi_k2"
+    start_markers = (*SECTION_BEGINS, CALL_BEGIN)
+    quoted_opener = SECTION_BEGINS[0]
+
+    def jail_end_markers(self, start: str) -> tuple[str, ...]:
+        return (CALL_END,) if start == CALL_BEGIN else SECTION_ENDS
+
+    def scanner(self, start: str, ctx: CallContext) -> CallScanner:
+        return _Scanner(start)
+
+
+TOOL_GRAMMARS = {"kimi_k2": KimiK2Grammar()}
+REASONING_GRAMMARS = {"kimi_k25": ReasoningGrammar("kimi_k25", ("<think>",), ("</think>",))}

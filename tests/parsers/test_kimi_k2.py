@@ -1,0 +1,351 @@
+"""Kimi K2 / K2.5 (`kimi_k2`, reasoning `kimi_k25`): the family's cases in both generations.
+
+Chunking invariance, losslessness and quoted openers run over parser_samples/kimi_k2.py in the
+shared tests; here are the grammar's own edge cases, each checked on both routes.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from parsers import StreamParser, parse, stream
+from parsers.families.kimi_k2 import parse_call_id
+from parsers.ids import counter_ids
+from parsers.types import ParsedMessage
+
+T = "kimi_k2"
+R = "kimi_k25"
+SB = "<|tool_calls_section_begin|>"
+SE = "<|tool_calls_section_end|>"
+GENS = [1, 2]
+ROUTE = {1: "legacy_jail", 2: "parser_v2"}
+
+
+def call(call_id: str, args: str) -> str:
+    return f"<|tool_call_begin|>{call_id}<|tool_call_argument_begin|>{args}<|tool_call_end|>"
+
+
+def run(text: str, gen: int, **kw: Any) -> ParsedMessage:
+    """Batch parse; also checks the route and that a per-character stream agrees."""
+    kw.setdefault("tool_parser", T)
+    msg = parse(text, generation=gen, id_factory=counter_ids(), **kw)
+    assert msg.route == ROUTE[gen]
+    assert stream(list(text), generation=gen, id_factory=counter_ids(), **kw) == msg
+    return msg
+
+
+def calls(msg: ParsedMessage) -> list[tuple[str, str, Any]]:
+    return [(c.id, c.name, json.loads(c.arguments)) for c in msg.tool_calls]
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_spec_example(gen: int) -> None:
+    text = (
+        "<think>Let me check.</think>"
+        + SB
+        + call("functions.get_weather:0", '{"location":"Paris"}')
+        + SE
+    )
+    msg = run(text, gen, reasoning_parser=R)
+    assert msg.reasoning_content == "Let me check."
+    assert msg.content is None
+    assert [(c.id, c.name, c.arguments) for c in msg.tool_calls] == [
+        ("functions.get_weather:0", "get_weather", '{"location":"Paris"}')
+    ]
+    assert msg.finish_reason == "tool_calls"
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_several_calls_with_text_before_between_and_after(gen: int) -> None:
+    text = (
+        "I'll check."
+        + SB
+        + "\n"
+        + call("functions.get_weather:0", '{"city": "Beijing"}')
+        + "\n"
+        + call("functions.get_weather:1", '{"city": "Shanghai"}')
+        + "\n"
+        + call("functions.send_email:2", '{"to": "a@b.c", "subject": "Daily"}')
+        + "\n"
+        + SE
+        + " Then I will summarize."
+    )
+    msg = run(text, gen)
+    assert msg.content == "I'll check. Then I will summarize."
+    assert calls(msg) == [
+        ("functions.get_weather:0", "get_weather", {"city": "Beijing"}),
+        ("functions.get_weather:1", "get_weather", {"city": "Shanghai"}),
+        ("functions.send_email:2", "send_email", {"to": "a@b.c", "subject": "Daily"}),
+    ]
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_text_inside_the_section_between_calls_is_content(gen: int) -> None:
+    text = SB + call("functions.a:0", "{}") + " and then " + call("functions.b:1", "{}") + SE
+    msg = run(text, gen)
+    assert msg.content == "and then"
+    assert [c.name for c in msg.tool_calls] == ["a", "b"]
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_reasoning_then_calls(gen: int) -> None:
+    text = "<think>Two cities.</think>Checking both." + SB + call("functions.w:0", '{"c": 1}') + SE
+    msg = run(text, gen, reasoning_parser=R)
+    assert (msg.reasoning_content, msg.content) == ("Two cities.", "Checking both.")
+    assert calls(msg) == [("functions.w:0", "w", {"c": 1})]
+
+
+@pytest.mark.parametrize("gen", GENS)
+@pytest.mark.parametrize("start", [SB, "<|tool_call_section_begin|>", "<|tool_call_begin|>"])
+def test_tool_marker_ends_unclosed_reasoning(gen: int, start: str) -> None:
+    body = call("functions.read:0", '{"path": "a.txt"}')
+    text = "<think>I should read that file" + (start + body[len("<|tool_call_begin|>") :])
+    if start != "<|tool_call_begin|>":
+        text = "<think>I should read that file" + start + body
+    msg = run(text, gen, reasoning_parser=R)
+    assert msg.reasoning_content == "I should read that file"
+    assert msg.content is None
+    assert calls(msg) == [("functions.read:0", "read", {"path": "a.txt"})]
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_reasoning_is_forced_and_a_leading_think_is_only_the_opener(gen: int) -> None:
+    assert run("plan</think>answer", gen, reasoning_parser=R).reasoning_content == "plan"
+    msg = run("\n<think>plan</think>answer", gen, reasoning_parser=R)
+    assert (msg.reasoning_content, msg.content) == ("plan", "answer")
+    # a later <think> is reasoning text, not a new block
+    assert run("a <think> b</think>", gen, reasoning_parser=R).reasoning_content == "a <think> b"
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_prefill_split_close_marker_then_call(gen: int) -> None:
+    chunks = ["The user wants weather. thought<", "/think>", SB, call("functions.w:0", "{}"), SE]
+    msg = stream(chunks, tool_parser=T, reasoning_parser=R, generation=gen, prompt="x<think>")
+    assert msg.reasoning_content == "The user wants weather. thought"
+    assert [c.name for c in msg.tool_calls] == ["w"]
+
+
+def test_thinking_false_disables_reasoning() -> None:
+    text = "<think>hm</think>Answer: 42"
+    v2 = run(text, 2, reasoning_parser=R, thinking=False)
+    assert (v2.reasoning_content, v2.content) == (None, "hmAnswer: 42")  # markers removed
+    v1 = run(text, 1, reasoning_parser=R, thinking=False)
+    assert (v1.reasoning_content, v1.content) == (None, text)  # no reasoning parser at all
+
+
+@pytest.mark.parametrize("gen", GENS)
+@pytest.mark.parametrize("args", ["{}", "", "  "])
+def test_empty_arguments(gen: int, args: str) -> None:
+    msg = run(SB + call("functions.get_current_time:0", args) + SE, gen)
+    assert [(c.name, c.arguments) for c in msg.tool_calls] == [("get_current_time", "{}")]
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_nested_json_and_multiline_arguments(gen: int) -> None:
+    args = {
+        "database": {"primary": {"host": "db1", "port": 5432, "pool": {"min": 5, "max": 20}}},
+        "features": ["auth", {"x": [True, None, -0.5, 1e-3, 2.5]}],
+    }
+    text = SB + call("functions.create_config:0", json.dumps(args, indent=2)) + SE
+    msg = run(text, gen)
+    assert calls(msg) == [("functions.create_config:0", "create_config", args)]
+    assert "\n" not in msg.tool_calls[0].arguments  # canonical (compact) JSON
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_non_ascii_text_and_arguments(gen: int) -> None:
+    text = "Je vérifie ☀" + SB + call("functions.météo:0", '{"ville": "Zürich", "q": "東京"}') + SE
+    msg = run(text, gen)
+    assert msg.content == "Je vérifie ☀"
+    assert msg.tool_calls[0].arguments == '{"ville":"Zürich","q":"東京"}'  # not ASCII-escaped
+    assert msg.tool_calls[0].name == "météo"
+
+
+@pytest.mark.parametrize("gen", GENS)
+@pytest.mark.parametrize(
+    ("call_id", "name"),
+    [
+        ("functions.get_weather:0", "get_weather"),
+        ("get_weather:0", "get_weather"),  # no prefix
+        ("functions.ns.tool_name:12", "ns.tool_name"),  # dots stay in the name
+        ("functions.mcp__portal__search-documents:3", "mcp__portal__search-documents"),
+        (" functions.spaced:1 ", "spaced"),  # whitespace around the id
+    ],
+)
+def test_call_id_is_native_and_name_comes_from_it(gen: int, call_id: str, name: str) -> None:
+    msg = run(SB + call(call_id, '{"a": 1}') + SE, gen)
+    assert [(c.id, c.name) for c in msg.tool_calls] == [(call_id.strip(), name)]
+
+
+@pytest.mark.parametrize(
+    "header",
+    ["functions.invalid.0", "just_a_name", "functions.x:abc", "functions.:0", ":0", "a b:0"],
+)
+def test_malformed_ids_are_rejected(header: str) -> None:
+    assert parse_call_id(header) is None
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_malformed_call_is_content_verbatim_and_next_call_parses(gen: int) -> None:
+    bad = call("functions.invalid.0", '{"city": "Beijing"}')
+    text = "Help." + SB + bad + call("functions.valid:1", '{"city": "Shanghai"}') + SE
+    msg = run(text, gen)
+    assert msg.content == "Help." + bad
+    assert calls(msg) == [("functions.valid:1", "valid", {"city": "Shanghai"})]
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_bare_call_start_with_bad_id_is_prose(gen: int) -> None:
+    text = "See <|tool_call_begin|>not an id<|tool_call_argument_begin|>{}<|tool_call_end|> ok"
+    msg = run(text, gen)
+    assert (msg.content, msg.tool_calls) == (text, [])
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_call_missing_its_end_marker_does_not_swallow_the_next(gen: int) -> None:
+    text = (
+        SB
+        + call("functions.a:0", '{"x":"1"}')
+        + '<|tool_call_begin|>functions.b:1<|tool_call_argument_begin|>{"y":"2"}'
+        + call("functions.c:2", '{"z":"3"}')
+        + SE
+    )
+    msg = run(text, gen)
+    assert calls(msg) == [
+        ("functions.a:0", "a", {"x": "1"}),
+        ("functions.b:1", "b", {"y": "2"}),
+        ("functions.c:2", "c", {"z": "3"}),
+    ]
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_end_marker_lookalike_inside_a_json_string(gen: int) -> None:
+    args = {"text": "type <|tool_call_end|> to stop", "n": 2}
+    text = SB + call("functions.echo:0", json.dumps(args)) + call("functions.f:1", "{}") + SE
+    msg = run(text, gen)
+    assert calls(msg) == [("functions.echo:0", "echo", args), ("functions.f:1", "f", {})]
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_string_cut_off_before_the_end_marker(gen: int) -> None:
+    text = SB + call("functions.get_weather:0", '{"location":"NYC') + SE + "after"
+    msg = run(text, gen)
+    assert [(c.name, c.arguments) for c in msg.tool_calls] == [
+        ("get_weather", '{"location":"NYC')  # not JSON: kept as written
+    ]
+    assert msg.content == "after"
+
+
+@pytest.mark.parametrize("gen", GENS)
+@pytest.mark.parametrize("args", ["{invalid json here}", "{'filePath':'file.txt'}", '{"a": 1'])
+def test_arguments_that_are_not_json_are_kept_as_written(gen: int, args: str) -> None:
+    text = SB + call("functions.bad:0", args) + call("functions.good:1", '{"b":2}') + SE
+    msg = run(text, gen)
+    assert [(c.name, c.arguments) for c in msg.tool_calls] == [
+        ("bad", args),
+        ("good", '{"b":2}'),
+    ]
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_missing_section_end_keeps_complete_calls(gen: int) -> None:
+    text = "x" + SB + call("functions.a:0", '{"q":"rust"}') + call("functions.b:1", '{"q":"go"}')
+    msg = run(text, gen)
+    assert msg.content == "x"
+    assert [c.name for c in msg.tool_calls] == ["a", "b"]
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_bare_call_without_section_start(gen: int) -> None:
+    text = "Sure." + call("functions.search:0", '{"q": "rust"}') + " Done."
+    msg = run(text, gen)
+    assert msg.content == "Sure. Done."
+    assert calls(msg) == [("functions.search:0", "search", {"q": "rust"})]
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_singular_section_spellings(gen: int) -> None:
+    text = (
+        "<|tool_call_section_begin|>" + call("functions.f:0", "{}") + "<|tool_call_section_end|>ok"
+    )
+    msg = run(text, gen)
+    assert (msg.content, [c.name for c in msg.tool_calls]) == ("ok", ["f"])
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_unterminated_call_at_end_of_output(gen: int) -> None:
+    tail = (
+        SB + '<|tool_call_begin|>functions.get_weather:0<|tool_call_argument_begin|>{"city": "Bei'
+    )
+    msg = run("Checking." + tail, gen)
+    if gen == 1:  # the jail releases an unparsed call as content, verbatim
+        assert (msg.content, msg.tool_calls) == ("Checking." + tail, [])
+    else:  # V2 already streamed the call: it is closed, its arguments completed to JSON
+        assert msg.content == "Checking."
+        assert [(c.name, c.arguments) for c in msg.tool_calls] == [
+            ("get_weather", '{"city":"Bei"}')
+        ]
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_cut_inside_the_call_header_is_content(gen: int) -> None:
+    text = "Checking." + SB + "<|tool_call_begin|>functions.get_wea"
+    msg = run(text, gen)
+    assert msg.tool_calls == []
+    # V1 releases the whole jail; V2 consumed the section marker and returns the call's text
+    assert msg.content == (text if gen == 1 else "Checking.<|tool_call_begin|>functions.get_wea")
+
+
+def test_v2_streams_arguments_before_the_call_ends_v1_sends_it_whole() -> None:
+    head = SB + "<|tool_call_begin|>functions.search:0<|tool_call_argument_begin|>"
+    chunks = [head, '{"query": "rust', " programming", '", "n": 5', "}", "<|tool_call_end|>", SE]
+    seen: dict[int, list[tuple[int, str | None, str | None]]] = {1: [], 2: []}
+    for gen in GENS:
+        p = StreamParser(tool_parser=T, generation=gen, id_factory=counter_ids())
+        for n, chunk in enumerate([*chunks, None]):
+            deltas = p.feed(chunk) if chunk is not None else p.finish()
+            for d in deltas:
+                seen[gen] += [(n, c.name, c.arguments) for c in d.tool_calls]
+        assert p.route == ROUTE[gen]
+    # V2: the name right after the header, string text as it arrives, the number (with its key)
+    # once complete
+    assert seen[2] == [
+        (0, "search", None),
+        (1, None, '{"query":"rust'),
+        (2, None, " programming"),
+        (3, None, '"'),
+        (4, None, ',"n":5}'),
+    ]
+    # V1: nothing until the jail closes at the section end, then the whole call in one delta
+    assert seen[1] == [(6, "search", '{"query":"rust programming","n":5}')]
+
+
+def test_tool_choice_none_strips_the_markup_in_v2() -> None:
+    text = "Answer." + SB + call("functions.f:0", "{}") + SE
+    v2 = run(text, 2, tool_choice="none")
+    assert (v2.content, v2.tool_calls, v2.finish_reason) == ("Answer.", [], "stop")
+    v1 = run(text, 1, tool_choice="none")
+    assert (v1.content, v1.tool_calls) == (text, [])
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_named_tool_choice_drops_other_calls(gen: int) -> None:
+    tools = [
+        {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+        for n in ("a", "b")
+    ]
+    text = SB + call("functions.a:0", '{"x":1}') + call("functions.b:1", '{"y":2}') + SE
+    choice = {"type": "function", "function": {"name": "b"}}
+    msg = run(text, gen, tools=tools, tool_choice=choice)
+    assert [(c.id, c.name) for c in msg.tool_calls] == [("functions.b:1", "b")]
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_length_finish_keeps_parsed_calls(gen: int) -> None:
+    text = SB + call("functions.f:0", '{"a":1}')
+    msg = parse(text, tool_parser=T, generation=gen, finish_reason="length")
+    assert [c.name for c in msg.tool_calls] == ["f"]
+    assert msg.finish_reason == "tool_calls"
