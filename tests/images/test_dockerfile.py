@@ -1,0 +1,125 @@
+"""The real Dockerfile keeps every builder behind the stamp; each way to break that is caught."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from buildtool.images import dockerfile as df
+from buildtool.images.targets import CACHE_ID_TEMPLATE, SIDECARS, TARGETS
+
+ROOT = Path(__file__).resolve().parents[2]
+TEXT = (ROOT / "Dockerfile").read_text()
+
+
+def test_the_dockerfile_is_sound() -> None:
+    assert df.check(TEXT) == []
+
+
+def test_three_builders_share_one_cache_mount_per_architecture() -> None:
+    builders = df.builder_stages(df.stages(TEXT))
+    assert sorted(s.name for s in builders) == sorted(f"build-{n}" for n in SIDECARS)
+    ids = set()
+    for stage in builders:
+        runs = [i for i in stage.instructions if i.keyword == "RUN"]
+        assert runs, stage.name
+        for run in runs:
+            mounts, command = df.run_mounts(run.args)
+            caches = [m for m in mounts if m.get("type") == "cache"]
+            assert len(caches) == 1
+            ids.add(caches[0]["id"])
+            assert caches[0]["sharing"] == "locked"
+            assert df.runs_helper_first(command)
+            assert df.helper_command(command)[:4] == [
+                "python3",
+                "-B",
+                "-m",
+                "buildtool.images.artifact",
+            ]
+    assert ids == {CACHE_ID_TEMPLATE} == {"sidecar-forge-${TARGETARCH}-inputs-v3"}
+
+
+def test_base_image_arg_and_offline_installs() -> None:
+    first = df.instructions(TEXT)[0]
+    assert first.keyword == "ARG" and first.args.startswith("BASE_IMAGE")
+    for instr in df.instructions(TEXT):
+        if instr.keyword == "RUN" and "pip install" in instr.args:
+            assert "--no-index" in instr.args, instr.line
+    assert "ca-certificates.crt" not in TEXT and "type=secret" not in TEXT
+
+
+def test_helper_tests_run_with_python3_dash_b_before_the_builders() -> None:
+    stages = {s.name: s for s in df.stages(TEXT)}
+    run = next(i for i in stages["helper-tests"].instructions if i.keyword == "RUN")
+    assert run.args.startswith("python3 -B -m pytest")
+    for name in SIDECARS:
+        assert any("--from=helper-tests" in i.args for i in stages[f"build-{name}"].instructions)
+
+
+def test_runtime_targets() -> None:
+    stages = {s.name: s for s in df.stages(TEXT)}
+    for target in TARGETS:
+        by_kw = {i.keyword: i.args for i in stages[target].instructions}
+        assert by_kw["USER"] == "sidecar"
+        assert by_kw["EXPOSE"] == "8080"
+        assert "/live" in by_kw["HEALTHCHECK"] and "python3" in by_kw["HEALTHCHECK"]
+        assert by_kw["ENTRYPOINT"].startswith(f'["{target}"')
+
+
+BUILDER_RUN = "python3 -B -m buildtool cache-build --workspace /src --cache /cache/vllm"
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        (
+            "-inputs-v3,target=/cache",
+            "-inputs-v2,target=/cache",
+            "must be 'sidecar-forge-${TARGETARCH}-inputs-v3'",
+        ),
+        ("id=sidecar-forge-${TARGETARCH}-inputs-v3", "id=vllm-private", "cache id 'vllm-private'"),
+        ("sharing=locked", "sharing=shared", "cache sharing 'shared'"),
+        (",sharing=locked", "", "cache sharing None"),
+        (
+            BUILDER_RUN,
+            "python3 -m pip wheel --wheel-dir /cache/vllm /src && true",
+            "without `python3 -B -m buildtool cache-build`",
+        ),
+        ("ARG TARGETARCH\n", "", "without `ARG TARGETARCH`"),
+        (
+            "python3 -B -m buildtool cache-build",
+            "python3 -m buildtool cache-build",
+            "without `python3 -B",
+        ),
+        ("from=build-vllm", "from=builder-base", "not a builder stage"),
+        ("USER sidecar\n", "USER root\n", "runs as root"),
+        ("HEALTHCHECK --interval", "LABEL x=y\n# --interval", "no HEALTHCHECK"),
+    ],
+)
+def test_each_violation_is_caught(old: str, new: str, expected: str) -> None:
+    assert old in TEXT
+    problems = df.check(TEXT.replace(old, new, 1))
+    assert any(expected in p for p in problems), problems
+
+
+def test_a_new_builder_stage_that_bypasses_the_helper_is_caught() -> None:
+    extra = (
+        "\nFROM builder-base AS build-tgi\n"
+        "RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,"
+        "target=/cache,sharing=locked \\\n"
+        "    python3 -m pip wheel --no-deps -w /out /src\n"
+    )
+    problems = df.check(TEXT + extra)
+    assert any("stage build-tgi" in p and "without" in p for p in problems), problems
+    assert any("ARG TARGETARCH" in p for p in problems)
+
+
+def test_a_cache_mount_in_a_non_builder_stage_makes_it_a_builder() -> None:
+    sneaky = TEXT.replace(
+        "RUN useradd",
+        "RUN --mount=type=cache,id=wheels,target=/w pip wheel -w /w /src\nRUN useradd",
+        1,
+    )
+    problems = df.check(sneaky)
+    assert any("stage runtime-base" in p for p in problems), problems
