@@ -82,6 +82,10 @@ class MarkerMachine(FamilyMachine):
         self._quotes = QuoteTracker() if self._v2 else None
         self._buf = ""  # held back: a possible marker prefix, or leading whitespace (guided)
         self._answer_started = False
+        # Whitespace right before a call start, and between a call and the end of output, is
+        # markup, not content (`text. <tool_call>` gives content `text.`).
+        self._after_call = False
+        self._lead_ws = ""  # whitespace stripped before the current region's start marker
         # call region state
         self._scanner: CallScanner | None = None
         self._start = ""  # the start marker of the current region
@@ -166,16 +170,23 @@ class MarkerMachine(FamilyMachine):
                 return data[j + len(opener) :]
         markers = self._markers[mode]
         quotes = self._quotes
+        strip_ws = bool(self._starts)
+        if self._after_call and mode == "content":
+            if not data.strip(_WS):
+                if final:
+                    return ""  # blanks between the last call and the end of output
+                self._buf = data
+                return ""
+            self._after_call = False
         fed = pos  # the quote tracker has seen data[:fed]
         while True:
             m = markers.search(data, pos)
             if m is None:
                 hold = n if final else markers.holdback(data, pos)
-                if hold < n and quotes is not None:
-                    quotes.feed(data[fed:hold])
-                    fed = hold
-                    if quotes.quoted(data[hold]):
-                        hold = n  # a quoted marker prefix is prose: nothing to wait for
+                if strip_ws and not final:
+                    # blanks may precede a call start: they go with it
+                    while hold > pos and data[hold - 1] in _WS:
+                        hold -= 1
                 if quotes is not None:
                     quotes.feed(data[fed:hold])
                 if hold > 0:
@@ -186,11 +197,15 @@ class MarkerMachine(FamilyMachine):
             marker = m.group()
             if not final and end == n and markers.is_partial(data[start:]):
                 # a complete marker that a longer one extends: wait for the next character
+                cut = start
+                if strip_ws:
+                    while cut > pos and data[cut - 1] in _WS:
+                        cut -= 1
                 if quotes is not None:
-                    quotes.feed(data[fed:start])
-                if start > 0:
-                    events.append(Text(data[:start], channel))
-                self._buf = data[start:]
+                    quotes.feed(data[fed:cut])
+                if cut > 0:
+                    events.append(Text(data[:cut], channel))
+                self._buf = data[cut:]
                 return ""
             if quotes is not None:
                 quotes.feed(data[fed:start])
@@ -199,15 +214,21 @@ class MarkerMachine(FamilyMachine):
                     quotes.feed(marker)
                     pos = fed = end
                     continue
-            if start > 0:
-                events.append(Text(data[:start], channel))
             rest = data[end:]
             if marker in self._starts:
+                cut = start
+                while cut > 0 and data[cut - 1] in _WS:
+                    cut -= 1
+                if cut > 0:
+                    events.append(Text(data[:cut], channel))
+                self._lead_ws = data[cut:start]
                 tool = self._tool
                 assert tool is not None
                 ends = tool.jail_end_markers(marker)
                 self._begin_region(marker, partial(tool.scanner, marker, self._ctx), mode, ends)
                 return rest
+            if start > 0:
+                events.append(Text(data[:start], channel))
             if quotes is not None:
                 quotes.reset()
             if mode == "content" and marker in self._opens and not self._strip_reasoning:
@@ -238,6 +259,7 @@ class MarkerMachine(FamilyMachine):
 
     def _after_region(self) -> None:
         self._mode = "content"
+        self._after_call = True
         self._scanner = None
         if self._quotes is not None:
             self._quotes.reset()
@@ -258,7 +280,7 @@ class MarkerMachine(FamilyMachine):
         # reject: the start marker was prose after all
         self._mode = self._return
         self._scanner = None
-        self._emit(events, self._start, self._return)
+        self._emit(events, self._lead_ws + self._start, self._return)
         return True, res.rest
 
     def _run_jail(self, data: str, events: list[Event], final: bool) -> tuple[bool, str]:
@@ -283,13 +305,14 @@ class MarkerMachine(FamilyMachine):
         self._jail = []
         factory = self._jail_factory
         assert factory is not None
-        events.extend(_parse_region(self._start, region, factory()))
+        events.extend(_parse_region(self._lead_ws + self._start, self._start, region, factory()))
         self._after_region()
         return True, rest
 
 
-def _parse_region(start: str, region: str, scanner: CallScanner) -> list[Event]:
-    """V1: parse a jailed region whole; nothing parsed -> the whole text is content."""
+def _parse_region(lead: str, start: str, region: str, scanner: CallScanner) -> list[Event]:
+    """V1: parse a jailed region whole; nothing parsed -> the whole text (`lead`: the blanks
+    and start marker before it) is content."""
     res = scanner.feed(region)
     evs = list(res.events)
     status, rest = res.status, res.rest
@@ -298,7 +321,7 @@ def _parse_region(start: str, region: str, scanner: CallScanner) -> list[Event]:
         evs += end.events
         status, rest = end.status, end.rest
     if status == "reject" or not any(isinstance(e, CallEnd) and e.complete for e in evs):
-        return [Text(start + region)]
+        return [Text(lead + region)]
     if rest:
         evs.append(Text(rest))
     return evs

@@ -17,7 +17,10 @@ from parser_samples import Lossless, all_lossless
 
 from parsers import parse, stream
 
-PROSE = st.text(alphabet="abcXYZ <>/|=é☀{}[]:,.!?\n-_0123", min_size=1, max_size=10)
+# Prose with some visible character: whitespace alone between calls is markup (docs/parsers.md).
+PROSE = st.text(alphabet="abcXYZ <>/|=é☀{}[]:,.!?\n-_0123", min_size=1, max_size=10).filter(
+    str.strip
+)
 WRAPS = (' "{m}" ', " '{m}' ", " `{m}` ", "\n```\n{m}\n```\n")
 
 CASES = [(lx, g) for lx in all_lossless() for g in lx.generations]
@@ -25,6 +28,20 @@ CASES = [(lx, g) for lx in all_lossless() for g in lx.generations]
 
 def _id(case: tuple[Lossless, int]) -> str:
     return f"{case[0].tool_parser or case[0].reasoning_parser}-v{case[1]}"
+
+
+def _strips_blanks_before_calls(lx: Lossless, gen: int) -> bool:
+    """Marker families treat blanks right before a call start as its markup (docs/parsers.md);
+    channel grammars (Muse) do not. Probe which one this family is."""
+    msg = parse(
+        "a " + lx.calls[0].markup,
+        tool_parser=lx.tool_parser,
+        reasoning_parser=lx.reasoning_parser,
+        generation=gen,
+        prompt=lx.prompt,
+    )
+    assert msg.content in ("a", "a "), msg
+    return msg.content == "a"
 
 
 @st.composite
@@ -36,6 +53,8 @@ def outputs(draw: st.DrawFn, lx: Lossless, gen: int) -> tuple[str, str, str, lis
         kinds.append("quoted")
     text, content, reasoning = [], [], []
     calls: list[Any] = []
+    last = ""
+    strip_before_call = _strips_blanks_before_calls(lx, gen)
     for kind in draw(st.lists(st.sampled_from(kinds), min_size=1, max_size=8)):
         if kind == "prose":
             p = draw(PROSE)
@@ -54,6 +73,9 @@ def outputs(draw: st.DrawFn, lx: Lossless, gen: int) -> tuple[str, str, str, lis
             c = draw(st.sampled_from(lx.calls))
             text.append(c.markup)
             calls.append((c.name, c.arguments))
+            if strip_before_call and last in ("prose", "quoted"):
+                content[-1] = content[-1].rstrip(" \t\r\n")
+        last = kind
     return "".join(text), "".join(content), "".join(reasoning), calls
 
 
