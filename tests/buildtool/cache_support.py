@@ -41,12 +41,12 @@ def run_helper(
     env: Mapping[str, str] | None = None,
     check: bool = True,
 ) -> subprocess.CompletedProcess[str]:
-    """The real CLI in a subprocess, as a Dockerfile RUN step would call it."""
+    """The real CLI in a subprocess, as a Dockerfile RUN step would call it (`env`: all of it)."""
     done = subprocess.run(
         helper_cmd(workspace, cache, command, *options),
         capture_output=True,
         text=True,
-        env={**os.environ, **(env or {})},
+        env=dict(env) if env is not None else None,
         timeout=300,
     )
     if check and done.returncode != 0:

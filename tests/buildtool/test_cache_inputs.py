@@ -185,6 +185,6 @@ def test_big_files_and_many_files_hash_like_the_sequential_path(tmp_path: Path) 
     )
     import blake3
 
-    assert [e for e in one.entries if e.path == b"big.bin"][0].content == blake3.blake3(
-        big
-    ).digest()
+    assert (
+        next(e for e in one.entries if e.path == b"big.bin").content == blake3.blake3(big).digest()
+    )
