@@ -61,7 +61,10 @@ def _is_project_file(path: str | None, root: Path) -> bool:
 
 def _allowed_here(name: str) -> bool:
     # The plugin itself is loaded by every pytest session; it reads no settings at import.
-    return name in ("buildtool", "buildtool.isolation") or name.startswith("buildtool.isolation.")
+    # `__main__` is this module, run with -m.
+    if name in ("__main__", "buildtool", "buildtool.isolation"):
+        return True
+    return name.startswith("buildtool.isolation.")
 
 
 def project_modules(root: Path) -> list[str]:
