@@ -1,0 +1,438 @@
+"""Muse (`muse`, alias `muse_glimmer`; reasoning `muse`): a recipient-addressed message grammar.
+
+    <|start|>assistant to=RECIPIENT<|message|>BODY<|eom|>   (more messages follow)
+    <|start|>assistant to=RECIPIENT<|message|>BODY<|eot|>   (the turn ends)
+
+The prompt ends with `<|start|>assistant`, so the first message arrives as
+` to=self<|message|>...`. Recipient `self` is reasoning, `user` or none is content, anything
+else is a tool channel whose body holds ATEM markup (`parsers.families.muse_atem`). Calls
+come only from tool-channel bodies. V2 only.
+
+Choices the spec leaves open (docs/parsers.md, Muse):
+* Output that does not start with a header is content (a headerless message), until a header.
+* A missing `<|eot|>` (or `<|eom|>`) at the end of output closes the last message normally.
+* A message also ends where the next header starts: `<|start|>`, or an unquoted `<|message|>`
+  whose header (` to=NAME`) is the tail of the body (the model sometimes drops `<|eom|>`).
+* Text between messages is content (a headerless message). Blank text between messages, after
+  the last one, or between ATEM tags in a tool body is layout and dropped; so are blanks that
+  end a reasoning/content body right before a tool message (like blanks before a call start in
+  the marker families).
+* Bodies of consecutive messages of one channel are joined as they are (nothing is added).
+* A doubled namespace `X.X` becomes `X` when `X` is a declared tool; other names are kept.
+* Header markers inside quotes or code in a reasoning/content body are text (V2 principle 3);
+  `<|eom|>`/`<|eot|>` always end a message, so a stray quote cannot swallow the turn.
+"""
+
+from __future__ import annotations
+
+from parsers.families.base import (
+    CallArgs,
+    CallBegin,
+    CallContext,
+    CallEnd,
+    Channel,
+    ChannelGrammar,
+    Event,
+    FamilyMachine,
+    Generation,
+    ScanResult,
+    Text,
+)
+from parsers.families.muse_atem import AtemScanner
+from parsers.guided import GuidedScanner
+from parsers.plan import ParsePlan
+from parsers.scan import MarkerSet, QuoteTracker
+
+START = "<|start|>"
+MESSAGE = "<|message|>"
+EOM = "<|eom|>"
+EOT = "<|eot|>"
+SELF = "self"
+USER = "user"
+
+_MARKERS = MarkerSet((START, MESSAGE, EOM, EOT))
+_ENDS = frozenset({EOM, EOT})
+_OPENERS = frozenset({START, MESSAGE})
+_HSPACE = frozenset(" \t")  # blanks inside a header line (not newlines)
+_ROLE = "assistant"
+_MAX_HEADER = 256  # longer "headers" are not headers (bounds what is held back)
+_WS = frozenset(" \t\r\n")
+_BLANKS = " \t\r\n"
+
+
+def _name_char(c: str) -> bool:
+    return not c.isspace() and c != "<"
+
+
+def _recipient(header: str) -> str | None:
+    """The `to=NAME` recipient in a header's text, or None."""
+    at = header.find("to=")
+    while at != -1:
+        if at == 0 or header[at - 1].isspace():
+            end = at + 3
+            while end < len(header) and _name_char(header[end]):
+                end += 1
+            if end > at + 3:
+                return header[at + 3 : end]
+        at = header.find("to=", at + 1)
+    return None
+
+
+def _header_tail(text: str, prev: str, complete: bool) -> int:
+    """Where a header (`[blanks]to=NAME[blanks]`) ending `text` starts, else len(text).
+
+    complete=True: `<|message|>` follows `text`, so a bare (recipient-less) header is just the
+    trailing blanks. complete=False: how much of the tail could still become a header.
+    """
+    j = len(text)
+    while j > 0 and text[j - 1] in _HSPACE:
+        j -= 1
+    k = j
+    while k > 0 and _name_char(text[k - 1]):
+        k -= 1
+    run = text[k:j]
+    before = text[k - 1] if k > 0 else prev
+    if run and (before == "" or before.isspace()):
+        ok = run.startswith("to=") and len(run) > 3 if complete else run[:3] == "to="[: len(run)]
+        if ok:
+            j = k
+            while j > 0 and text[j - 1] in _HSPACE:
+                j -= 1
+            return j
+    return j
+
+
+def _bare_header(text: str) -> tuple[str, int, str | None]:
+    """A header without `<|start|>`: `[assistant][ ]to=NAME[ ]<|message|>` or `<|message|>`.
+
+    Returns ("match", end, recipient), ("partial", 0, None) while `text` may still become one,
+    or ("no", 0, None).
+    """
+    partial: tuple[str, int, str | None] = ("partial", 0, None)
+    no: tuple[str, int, str | None] = ("no", 0, None)
+    n = len(text)
+    i = 0
+    if text[:1] == "a":
+        if n < len(_ROLE):
+            return partial if _ROLE.startswith(text) else no
+        if not text.startswith(_ROLE):
+            return no
+        i = len(_ROLE)
+    while i < n and text[i] in _HSPACE:
+        i += 1
+    if i == n:
+        return partial
+    recipient: str | None = None
+    if text[i] == "t":
+        head = text[i : i + 3]
+        if head != "to=":
+            return partial if "to=".startswith(head) and i + 3 > n else no
+        if i > 0 and text[i - 1] not in _HSPACE:
+            return no
+        j = i + 3
+        while j < n and _name_char(text[j]):
+            j += 1
+        if j == n:
+            return partial
+        if j == i + 3:
+            return no
+        recipient = text[i + 3 : j]
+        i = j
+        while i < n and text[i] in _HSPACE:
+            i += 1
+        if i == n:
+            return partial
+    tail = text[i : i + len(MESSAGE)]
+    if tail == MESSAGE:
+        return ("match", i + len(MESSAGE), recipient)
+    return partial if MESSAGE.startswith(tail) else no
+
+
+class MuseMachine(FamilyMachine):
+    """One response's Muse parser (see the module docstring)."""
+
+    def __init__(self, plan: ParsePlan, generation: Generation, ctx: CallContext) -> None:
+        self._reasoning_on = plan.reasoning
+        self._parse_tools = plan.parse_tools
+        self._quote_aware = generation == 2
+        self._registered = frozenset(ctx.schemas)
+        self._guided: GuidedScanner | None = None
+        self._guided_pending = plan.parse_tools and plan.tool_mode in ("required", "named")
+        self._named = plan.named_tool if plan.tool_mode == "named" else None
+        self._buf = ""
+        self._mode = "boundary"  # boundary | header | body | guided
+        self._header = ""
+        self._kind = "content"  # body kind: reasoning | content | tool
+        self._prev = ""  # last body character passed on (for the header-tail word boundary)
+        self._quotes = QuoteTracker()
+        self._atem: AtemScanner | None = None
+        # Blanks that ended a prose body cut by the next header: markup if that header opens a
+        # tool message (like blanks before a call start in the marker families), else text.
+        self._ws_hold = ""
+        self._ws_channel: Channel = "content"
+        if plan.start_in_reasoning:
+            self._open_body(SELF if plan.reasoning else USER, [])
+
+    # -- FamilyMachine ---------------------------------------------------------------------
+
+    def feed(self, text: str) -> list[Event]:
+        out: list[Event] = []
+        if self._guided_pending:
+            self._buf += text
+            stripped = self._buf.lstrip()
+            if not stripped:
+                return out
+            self._guided_pending = False
+            if stripped[0] in "[{":
+                self._guided = GuidedScanner(self._named)
+                self._mode = "guided"
+            text, self._buf = self._buf, ""
+        if self._mode == "guided":
+            return self._guided_feed(text, out)
+        self._buf += text
+        self._run(out, final=False)
+        return out
+
+    def finish(self, reason: str = "stop") -> list[Event]:
+        out: list[Event] = []
+        if self._guided_pending:
+            self._guided_pending = False
+        if self._mode == "guided":
+            assert self._guided is not None
+            res = self._guided.finish()
+            return self._guided_result(res, out, final=True)
+        self._run(out, final=True)
+        if self._mode == "header":
+            self._release_ws(out, drop=False)
+            self._stray(START + self._header, out)
+            self._header = ""
+        elif self._mode == "boundary" and self._buf.strip():
+            self._stray(self._buf, out)  # (blank text after the last message is layout)
+        elif self._mode == "body":
+            self._body_text(self._buf, out)
+            self._close_body(out)
+        self._buf = ""
+        return out
+
+    # -- guided JSON of a forced tool choice --------------------------------------------------
+
+    def _guided_feed(self, text: str, out: list[Event]) -> list[Event]:
+        assert self._guided is not None
+        return self._guided_result(self._guided.feed(text), out, final=False)
+
+    def _guided_result(self, res: ScanResult, out: list[Event], final: bool) -> list[Event]:
+        out.extend(res.events)
+        if res.status == "more":
+            return out
+        # Not guided JSON after all ("reject"), or the JSON is over ("done"): the rest is
+        # ordinary Muse output.
+        self._guided = None
+        self._mode = "boundary"
+        self._buf = res.rest
+        self._run(out, final=final)
+        if final:
+            out.extend(self.finish())
+        return out
+
+    # -- framing -------------------------------------------------------------------------------
+
+    def _run(self, out: list[Event], final: bool) -> None:
+        while True:
+            if self._mode == "boundary":
+                if not self._boundary(out, final):
+                    return
+            elif self._mode == "header":
+                if not self._header_step(out, final):
+                    return
+            elif self._mode == "body":
+                if not self._body_step(out, final):
+                    return
+            else:
+                return
+
+    def _boundary(self, out: list[Event], final: bool) -> bool:
+        buf = self._buf
+        i = 0
+        while i < len(buf) and buf[i] in _WS:
+            i += 1
+        rest = buf[i:]
+        if not rest:
+            return False
+        if rest.startswith(START):
+            self._buf = rest[len(START) :]  # blank layout between messages is dropped
+            self._mode = "header"
+            self._header = ""
+            return True
+        if START.startswith(rest) and not final:
+            return False
+        state, end, recipient = _bare_header(rest)
+        if state == "partial" and not final and len(rest) < _MAX_HEADER:
+            return False
+        if state == "match":
+            self._buf = rest[end:]
+            self._open_body(recipient, out)
+            return True
+        # Not a header: text between messages is a headerless (content) message.
+        self._open_body(None, out)
+        return True
+
+    def _header_step(self, out: list[Event], final: bool) -> bool:
+        buf = self._buf
+        m = _MARKERS.search(buf)
+        if m is None:
+            keep = _MARKERS.holdback(buf)
+            self._header += buf[:keep]
+            self._buf = buf[keep:]
+            if len(self._header) > _MAX_HEADER:
+                return self._bad_header(out)
+            return False
+        self._header += buf[: m.start()]
+        if m.group() != MESSAGE or len(self._header) > _MAX_HEADER:
+            self._buf = buf[m.start() :]
+            return self._bad_header(out)
+        self._buf = buf[m.end() :]
+        recipient = _recipient(self._header)
+        self._header = ""
+        self._open_body(recipient, out)
+        return True
+
+    def _bad_header(self, out: list[Event]) -> bool:
+        """`<|start|>` not followed by a header: the text is content, verbatim."""
+        self._release_ws(out, drop=False)
+        self._stray(START + self._header, out)
+        self._header = ""
+        self._mode = "boundary"
+        return True
+
+    def _stray(self, text: str, out: list[Event]) -> None:
+        if text:
+            out.append(Text(text, "content"))
+
+    def _release_ws(self, out: list[Event], drop: bool) -> None:
+        if self._ws_hold and not drop:
+            out.append(Text(self._ws_hold, self._ws_channel))
+        self._ws_hold = ""
+
+    def _open_body(self, recipient: str | None, out: list[Event]) -> None:
+        if recipient == SELF:
+            self._kind = "reasoning" if self._reasoning_on else "content"
+        elif recipient is None or recipient == USER or not self._parse_tools:
+            self._kind = "content"
+        else:
+            self._kind = "tool"
+            self._atem = AtemScanner()
+        self._release_ws(out, drop=self._kind == "tool")
+        self._mode = "body"
+        self._quotes.reset()
+        self._prev = ""
+
+    def _body_step(self, out: list[Event], final: bool) -> bool:
+        buf = self._buf
+        pos = 0
+        is_prose = self._kind != "tool"
+        prose = is_prose and self._quote_aware  # quote/code awareness (V2)
+        while True:
+            m = _MARKERS.search(buf, pos)
+            if m is None:
+                break
+            marker = m.group()
+            seg = buf[: m.start()]
+            cut = _header_tail(seg, self._prev, True) if marker == MESSAGE else len(seg)
+            if prose and marker in _OPENERS:
+                self._quotes.feed(buf[pos:cut])
+                nxt = seg[cut] if cut < len(seg) else marker[0]
+                if self._quotes.quoted(nxt):
+                    self._quotes.feed(buf[cut : m.end()])
+                    pos = m.end()
+                    continue
+            elif prose:
+                self._quotes.feed(buf[pos:cut])
+            text = seg[:cut]
+            if is_prose and marker in _OPENERS:
+                body = text.rstrip(_BLANKS)
+                self._ws_hold = text[len(body) :]
+                self._ws_channel = "reasoning" if self._kind == "reasoning" else "content"
+                text = body
+            self._body_text(text, out)
+            self._buf = buf[m.end() :]
+            self._close_body(out)
+            if marker in _ENDS:
+                self._mode = "boundary"
+            elif marker == START:
+                self._mode = "header"
+                self._header = ""
+            else:
+                self._open_body(_recipient(seg[cut:]), out)
+            return True
+        # No marker: pass on what can no longer become one (or a header before one).
+        if final:
+            return False
+        held = _MARKERS.holdback(buf, pos)
+        keep = _header_tail(buf[:held], self._prev, False)
+        if is_prose:  # trailing blanks wait: a header may follow them
+            keep = len(buf[:keep].rstrip(_BLANKS))
+        keep = max(keep, pos)
+        if prose:
+            self._quotes.feed(buf[pos:keep])
+        self._body_text(buf[:keep], out)
+        self._buf = buf[keep:]
+        return False
+
+    def _body_text(self, text: str, out: list[Event]) -> None:
+        if not text:
+            return
+        self._prev = text[-1]
+        kind = self._kind
+        if kind == "tool":
+            assert self._atem is not None
+            self._atem.feed(text)
+            self._tool_events(out)
+            return
+        channel: Channel = "reasoning" if kind == "reasoning" else "content"
+        out.append(Text(text, channel))
+
+    def _close_body(self, out: list[Event]) -> None:
+        if self._kind == "tool" and self._atem is not None:
+            self._atem.finish()
+            self._tool_events(out)
+            self._atem = None
+        self._kind = "content"
+
+    def _tool_events(self, out: list[Event]) -> None:
+        atem = self._atem
+        assert atem is not None
+        for ev in atem.events:
+            if ev.kind == "call":
+                out.append(CallBegin(self._tool_name(ev.text)))
+            elif ev.kind == "args":
+                out.append(CallArgs(ev.text))
+            elif ev.kind == "end":
+                out.append(CallEnd())
+            elif ev.kind == "abort":
+                out.append(CallArgs(ev.closers))
+                out.append(CallEnd(complete=False, raw=ev.text))
+            elif ev.text:
+                out.append(Text(ev.text, "content"))
+        atem.events.clear()
+
+    def _tool_name(self, name: str) -> str:
+        """A doubled namespace `X.X` is the declared tool `X` (the template renders `X.*`)."""
+        if name in self._registered:
+            return name
+        head, dot, tail = name.partition(".")
+        if dot and head == tail and head in self._registered:
+            return head
+        return name
+
+
+class MuseGrammar(ChannelGrammar):
+    name = "muse"
+    quoted_opener = "<|start|>assistant to=get_weather<|message|>"
+
+    def machine(self, plan: ParsePlan, generation: Generation, ctx: CallContext) -> FamilyMachine:
+        return MuseMachine(plan, generation, ctx)
+
+
+MUSE = MuseGrammar()
+TOOL_GRAMMARS: dict[str, ChannelGrammar] = {"muse": MUSE}
+REASONING_GRAMMARS: dict[str, ChannelGrammar] = {"muse": MUSE}

@@ -1,0 +1,262 @@
+"""Incremental scanner for the ATEM markup in a Muse tool-channel body.
+
+    <atem:function_calls>
+    <atem:invoke name="X">
+    <atem:parameter name="K">V</atem:parameter>
+    </atem:invoke>
+    </atem:function_calls>
+
+Every complete `<atem:invoke>` is a call (the `function_calls` wrapper is optional, as in
+other servers' parsers, and its close may be missing at the end of output). A value is JSON
+when it parses as JSON, else the raw string, untrimmed. The scanner emits the call name when
+the invoke tag is complete and each argument as soon as its type is known: a value whose first
+non-blank character cannot start JSON is a string and streams as it arrives; any other value
+goes out whole at `</atem:parameter>`. Every emitted prefix is a prefix of the final JSON.
+
+Text outside the tags that is not blank is returned as `text` (content, verbatim); an invoke
+that is malformed or unterminated is returned as `text` from its `<atem:invoke` on.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Literal
+
+from parsers.jsonstream import canonical_json, dumps, escape_text
+
+BLOCK_OPEN = "<atem:function_calls>"
+BLOCK_CLOSE = "</atem:function_calls>"
+INVOKE_PREFIX = "<atem:invoke"
+INVOKE_CLOSE = "</atem:invoke>"
+PARAM_PREFIX = "<atem:parameter"
+PARAM_CLOSE = "</atem:parameter>"
+
+_INVOKE_TAG = re.compile(r"""<atem:invoke\s+name\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)')\s*>""")
+_PARAM_TAG = re.compile(r"""<atem:parameter\s+name\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)')\s*>""")
+_MAX_TAG = 512  # a tag longer than this is not a tag (bounds the hold-back)
+_JSON_START = frozenset('{["-0123456789tfn')
+_WS = frozenset(" \t\r\n")
+
+
+def value_json(raw: str) -> str:
+    """A parameter value as JSON text: canonical JSON when it is JSON, else the raw string."""
+    canonical = canonical_json(raw)
+    return canonical if canonical is not None else dumps(raw)
+
+
+@dataclass
+class AtemEvent:
+    kind: Literal["call", "args", "end", "text", "abort"]
+    # call: the invoke name; args: an arguments fragment; end: the call is complete; text:
+    # content text; abort: the current call failed and this is its text (verbatim).
+    text: str
+    closers: str = ""  # abort: text closing the arguments already emitted into valid JSON
+
+
+@dataclass
+class AtemScanner:
+    """Feed tool-body text (framing tokens already removed); collect `events`; then `finish`."""
+
+    events: list[AtemEvent] = field(default_factory=list)
+    calls: int = 0  # complete invokes so far
+    _buf: str = ""
+    _mode: Literal["top", "invoke", "value"] = "top"
+    _invoke_raw: str = ""  # the current invoke's text, returned verbatim if it fails
+    _params: int = 0
+    _value: str = ""  # raw value text of the current parameter
+    _value_is_string: bool | None = None  # None: undecided (leading blanks / JSON start)
+    _value_sent: int = 0  # characters of _value already streamed as string text
+    _pending: str = ""  # separator and key, written with the value's first output
+    _name: str = ""  # the current invoke's name
+    _committed: bool = False  # the current invoke's call went out
+
+    def feed(self, text: str) -> None:
+        self._buf += text
+        self._scan(final=False)
+
+    def finish(self) -> None:
+        """End of the body: an unterminated invoke (or undecided tail) becomes content."""
+        self._scan(final=True)
+        if self._mode != "top":
+            self._fail_invoke()
+        if self._buf:
+            self._text(self._buf)
+            self._buf = ""
+
+    def _emit(self, kind: Literal["call", "args", "text"], text: str) -> None:
+        if not text and kind != "call":
+            return
+        last = self.events[-1] if self.events else None
+        if last is not None and last.kind == kind and kind != "call":
+            last.text += text
+        else:
+            self.events.append(AtemEvent(kind, text))
+
+    def _text(self, text: str) -> None:
+        self._emit("text", text)
+
+    def _scan(self, final: bool) -> None:
+        while self._buf:
+            progressed = (
+                self._scan_value(final)
+                if self._mode == "value"
+                else self._scan_invoke(final)
+                if self._mode == "invoke"
+                else self._scan_top(final)
+            )
+            if not progressed:
+                return
+
+    def _tag_at(self, buf: str, final: bool, *tags: str) -> tuple[str | None, bool]:
+        """(tag, decided): the tag `buf` starts with, or (None, False) while it may still."""
+        for tag in tags:
+            if buf.startswith(tag):
+                return tag, True
+            if not final and tag.startswith(buf):
+                return None, False
+        return None, True
+
+    def _scan_top(self, final: bool) -> bool:
+        buf = self._buf
+        lt = buf.find("<")
+        if lt == -1 and not final:
+            return False  # a run of text is judged whole: blank layout or content
+        if lt != 0:
+            head = buf if lt == -1 else buf[:lt]
+            # Blank text between tags is layout; other text is content, kept verbatim.
+            if head.strip():
+                self._text(head)
+            self._buf = buf[len(head) :]
+            return True
+        tag, decided = self._tag_at(buf, final, BLOCK_OPEN, BLOCK_CLOSE, INVOKE_PREFIX)
+        if not decided:
+            return False
+        if tag in (BLOCK_OPEN, BLOCK_CLOSE):
+            self._buf = buf[len(tag) :]
+            return True
+        if tag == INVOKE_PREFIX:
+            end = buf.find(">")
+            if end == -1 and len(buf) < _MAX_TAG and not final:
+                return False
+            match = _INVOKE_TAG.match(buf, 0, end + 1) if end != -1 else None
+            if match is None:
+                self._text(buf[: len(INVOKE_PREFIX)])
+                self._buf = buf[len(INVOKE_PREFIX) :]
+                return True
+            self._invoke_raw = match.group(0)
+            self._buf = buf[match.end() :]
+            self._mode = "invoke"
+            self._params = 0
+            self._name = match.group(1) if match.group(1) is not None else match.group(2)
+            self._committed = False
+            return True
+        self._text("<")
+        self._buf = buf[1:]
+        return True
+
+    def _commit(self) -> None:
+        """The invoke looks real (a parameter or its close arrived): the call goes out."""
+        if not self._committed:
+            self._committed = True
+            self._emit("call", self._name)
+            self._emit("args", "{")
+
+    def _fail_invoke(self) -> None:
+        """The current invoke is malformed or unterminated.
+
+        Before it was committed nothing went out: its text is content, verbatim. After, the
+        engine force-closes the call (`abort`, with the text closing its JSON).
+        """
+        if not self._committed:
+            self._text(self._invoke_raw)
+        else:
+            closers = '"}' if self._mode == "value" and self._value_is_string else "}"
+            self.events.append(AtemEvent("abort", self._invoke_raw, closers))
+        self._invoke_raw = ""
+        self._mode = "top"
+
+    def _scan_invoke(self, final: bool) -> bool:
+        buf = self._buf
+        i = 0
+        while i < len(buf) and buf[i] in _WS:
+            i += 1
+        if i:
+            self._invoke_raw += buf[:i]
+            self._buf = buf = buf[i:]
+            if not buf:
+                return False
+        tag, decided = self._tag_at(buf, final, INVOKE_CLOSE, PARAM_PREFIX)
+        if not decided:
+            return False
+        if tag == INVOKE_CLOSE:
+            self._commit()
+            self._buf = buf[len(tag) :]
+            self._emit("args", "}")
+            self.events.append(AtemEvent("end", ""))
+            self.calls += 1
+            self._invoke_raw = ""
+            self._mode = "top"
+            return True
+        if tag == PARAM_PREFIX:
+            end = buf.find(">")
+            if end == -1 and len(buf) < _MAX_TAG and not final:
+                return False
+            match = _PARAM_TAG.match(buf, 0, end + 1) if end != -1 else None
+            if match is not None:
+                self._commit()
+                key = match.group(1) if match.group(1) is not None else match.group(2)
+                self._invoke_raw += match.group(0)
+                self._buf = buf[match.end() :]
+                sep = "," if self._params else ""
+                self._params += 1
+                self._pending = f"{sep}{dumps(key)}:"
+                self._mode = "value"
+                self._value = ""
+                self._value_is_string = None
+                self._value_sent = 0
+                return True
+        # Anything else inside an invoke is malformed: the invoke goes back to content.
+        self._fail_invoke()
+        return True
+
+    def _scan_value(self, final: bool) -> bool:
+        buf = self._buf
+        close = buf.find(PARAM_CLOSE)
+        if close == -1:
+            # Keep back a possible cut `</atem:parameter>`; the rest is value text.
+            keep = 0
+            lt = buf.rfind("<")
+            if lt != -1 and PARAM_CLOSE.startswith(buf[lt:]) and not final:
+                keep = len(buf) - lt
+            take = buf[: len(buf) - keep]
+            self._buf = buf[len(take) :]
+            self._value_grow(take)
+            return False
+        self._value_grow(buf[:close])
+        self._buf = buf[close + len(PARAM_CLOSE) :]
+        self._invoke_raw += PARAM_CLOSE
+        if self._value_is_string:
+            self._emit("args", '"')
+        else:
+            self._emit("args", self._pending + value_json(self._value))
+            self._pending = ""
+        self._mode = "invoke"
+        return True
+
+    def _value_grow(self, text: str) -> None:
+        if not text:
+            return
+        self._value += text
+        self._invoke_raw += text
+        if self._value_is_string is None:
+            head = self._value.lstrip()
+            if not head:
+                return
+            self._value_is_string = head[0] not in _JSON_START
+            if self._value_is_string:
+                self._emit("args", self._pending + '"')
+                self._pending = ""
+        if self._value_is_string:
+            self._emit("args", escape_text(self._value[self._value_sent :]))
+            self._value_sent = len(self._value)
