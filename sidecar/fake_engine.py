@@ -32,7 +32,10 @@ from starlette.routing import Route
 
 _SCRIPT_MARK = re.compile(r"\[\[script:([\w.-]+)\]\]")
 # Special tokens arrive whole, as a real detokenizer emits them.
-_SPECIAL = re.compile(r"<\|[^|<>\s]{1,40}\|>|<｜[^｜<>]{1,40}｜>|</?think>")
+_SPECIAL = re.compile(
+    r"<\|[^|<>\s]{1,40}\|>|<｜[^｜<>]{1,40}｜>|</?think>"
+    r"|<\|(?:channel|tool_call|tool_response|turn|tool)>|<(?:channel|tool_call|tool_response|turn|tool)\|>"
+)
 
 
 @dataclass
