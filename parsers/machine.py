@@ -195,8 +195,9 @@ class MarkerMachine(FamilyMachine):
                 return ""
             start, end = m.start(), m.end()
             marker = m.group()
-            if not final and end == n and markers.is_partial(data[start:]):
-                # a complete marker that a longer one extends: wait for the next character
+            if not final and n - start < markers.maxlen and markers.is_partial(data[start:]):
+                # a complete marker that a longer one may still extend (`<|channel>` and
+                # `<|channel>thought\n`): wait until the next characters decide
                 cut = start
                 if strip_ws:
                     while cut > pos and data[cut - 1] in _WS:
