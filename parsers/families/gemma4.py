@@ -1,0 +1,163 @@
+"""Gemma 4 (`gemma4`, tool and reasoning parser; V1 and V2).
+
+    <|channel>thought\\n REASONING <channel|> ANSWER <|tool_call>call:NAME{ARGS}<tool_call|>...
+
+Calls: `<|tool_call>` opens a region read by `gemma4_call.CallScanner` (the ARGS grammar).
+Reasoning: `<|channel>` ... `<channel|>`, with the `thought\\n` channel label dropped. Gemma's
+reasoning is off unless the request turns thinking on (registry default); when it is off the
+reasoning parser does not run at all and the channel markers stay in the content, in both
+generations (the family rule of spec section 2 wins over the generic V2 marker stripping).
+
+The marker machine (`parsers.machine.MarkerMachine`) does the splitting, hold-back, quote
+awareness and jail; this module adds the call scanner, the labelled opener
+(`<|channel>thought\n`, so the label is markup) and, for a prompt that prefilled
+`<|channel>thought`, the drop of the label's newline that then starts the output.
+"""
+
+from __future__ import annotations
+
+from parsers.families.base import (
+    CallArgs,
+    CallBegin,
+    CallContext,
+    CallEnd,
+    ChannelGrammar,
+    Event,
+    FamilyMachine,
+    Generation,
+    ReasoningGrammar,
+    ScanResult,
+    Text,
+    ToolGrammar,
+)
+from parsers.families.base import CallScanner as BaseScanner
+from parsers.families.gemma4_call import CALL_END, CALL_START, CallScanner
+from parsers.machine import MarkerMachine
+from parsers.plan import ParsePlan
+
+REASONING_OPEN = "<|channel>"
+REASONING_CLOSE = "<channel|>"
+LABEL = "thought\n"
+
+
+class Gemma4Scanner(BaseScanner):
+    """The framework's view of one call region (see `gemma4_call.CallScanner`)."""
+
+    def __init__(self) -> None:
+        self._scan = CallScanner()
+        self._fed: list[str] = []
+        self._begun = False
+
+    def feed(self, text: str) -> ScanResult:
+        self._fed.append(text)
+        rest = self._scan.feed(text)
+        events = self._drain()
+        mode = self._scan.mode
+        if mode == "done":
+            events.append(CallEnd())
+            return ScanResult(events, "done", rest)
+        if mode == "error":
+            if not self._begun:
+                return ScanResult([], "reject", "".join(self._fed))
+            return ScanResult(events + self._force_close(), "done", rest)
+        return ScanResult(events)
+
+    def finish(self) -> ScanResult:
+        if not self._begun:
+            return ScanResult([], "reject", "".join(self._fed))
+        return ScanResult(self._force_close(), "done")
+
+    def _drain(self) -> list[Event]:
+        events: list[Event] = []
+        name = self._scan.name
+        if name is None or not self._scan.committed:
+            return events  # fragments wait in the scanner until the call looks real
+        if not self._begun:
+            self._begun = True
+            events.append(CallBegin(name))
+        fragment = self._scan.take_fragments()
+        if fragment:
+            events.append(CallArgs(fragment))
+        return events
+
+    def _force_close(self) -> list[Event]:
+        closers = self._scan.closers()
+        raw = CALL_START + self._scan.raw + self._scan.pending
+        end = CallEnd(complete=False, raw=raw)
+        return [CallArgs(closers), end] if closers else [end]
+
+
+class Gemma4Tools(ToolGrammar):
+    name = "gemma4"
+    start_markers = (CALL_START,)
+    quoted_opener = CALL_START
+
+    def jail_end_markers(self, start: str) -> tuple[str, ...]:
+        return (CALL_END,)
+
+    def scanner(self, start: str, ctx: CallContext) -> BaseScanner:
+        return Gemma4Scanner()
+
+
+TOOLS = Gemma4Tools()
+# The labelled opener first: the channel label is markup. A bare `<|channel>` opens too.
+REASONING = ReasoningGrammar(
+    "gemma4",
+    open_markers=(REASONING_OPEN + LABEL, REASONING_OPEN),
+    close_markers=(REASONING_CLOSE,),
+)
+
+
+class PrefillNewline(FamilyMachine):
+    """A prompt ending `<|channel>thought` leaves the label's newline to the output: drop it.
+
+    Only the very first reasoning text is concerned, so the decision waits for at most one
+    character and depends on nothing but the text.
+    """
+
+    def __init__(self, inner: FamilyMachine) -> None:
+        self._inner = inner
+        self._pending = True
+
+    def feed(self, text: str) -> list[Event]:
+        return self._filter(self._inner.feed(text))
+
+    def finish(self, reason: str = "stop") -> list[Event]:
+        return self._filter(self._inner.finish(reason))
+
+    def _filter(self, events: list[Event]) -> list[Event]:
+        if not self._pending:
+            return events
+        out: list[Event] = []
+        for ev in events:
+            if self._pending and isinstance(ev, Text) and ev.text:
+                self._pending = False
+                if ev.channel == "reasoning" and ev.text.startswith("\n"):
+                    if len(ev.text) > 1:
+                        out.append(Text(ev.text[1:], "reasoning"))
+                    continue
+            elif self._pending and not isinstance(ev, Text):
+                self._pending = False
+            out.append(ev)
+        return out
+
+
+class Gemma4Grammar(ChannelGrammar):
+    """Registered for both parser names: the marker machine, built the Gemma 4 way."""
+
+    name = "gemma4"
+    quoted_opener = CALL_START
+
+    def machine(self, plan: ParsePlan, generation: Generation, ctx: CallContext) -> FamilyMachine:
+        tool = TOOLS if plan.tool_parser is not None else None
+        # Thinking off: no reasoning parser, so the channel markers stay content verbatim.
+        reasoning = REASONING if plan.reasoning_parser is not None and plan.reasoning else None
+        inner = MarkerMachine(plan, generation, tool, reasoning, ctx)
+        if reasoning is None or not plan.start_in_reasoning:
+            return inner
+        return PrefillNewline(inner)
+
+
+GEMMA4 = Gemma4Grammar()
+TOOL_GRAMMARS: dict[str, ChannelGrammar] = {"gemma4": GEMMA4}
+REASONING_GRAMMARS: dict[str, ChannelGrammar] = {"gemma4": GEMMA4}
