@@ -4,13 +4,15 @@ The child writes (and flushes) an event at each step, so a child that dies midwa
 record of how far it got; the parent decides from these events, never from the exit code alone.
 
 Events (`"event"` key): `hello` (pid, environment names), `collect_error` (nodeid, longrepr),
-`deselected` (nodeids), `collected` (nodeids, after every plugin's selection), `start` (nodeid),
+`deselected` (nodeids), `usage_error` (message, e.g. node id not found), `collected` (nodeids, after every
+plugin's selection), `start` (nodeid),
 `report` (a serialized TestReport), `finish` (exitstatus).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Generator
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +44,14 @@ class ChildReporter:
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config: pytest.Config) -> None:
         self._config = config
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_collection(self) -> Generator[None, object, object]:
+        try:
+            return (yield)
+        except pytest.UsageError as exc:  # e.g. "not found: <node id>"
+            self.emit("usage_error", message=str(exc))
+            raise
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.failed:

@@ -115,6 +115,11 @@ def classify(
         where = ", ".join(repr(e.get("nodeid") or "<session>") for e in errors)
         return fail("collection error", f"collection error in the child at {where}")
 
+    usage = [str(e.get("message", "")) for e in events if e.get("event") == "usage_error"]
+    if usage and usage[-1].startswith("not found"):
+        return fail("not found", f"the child found no test with node id {nodeid}: {usage[-1]}")
+    if usage:
+        return fail("exited before running", f"the child's pytest refused to run: {usage[-1]}")
     collected_events = [e for e in events if e.get("event") == "collected"]
     if not collected_events:
         return fail(

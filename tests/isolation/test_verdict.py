@@ -149,3 +149,14 @@ def test_a_failure_in_the_child_relays_its_own_reports(when: str) -> None:
 def test_a_damaged_record_is_not_a_pass() -> None:
     verdict = classify(NODE, PASSING, OK, damaged="line 3 is not JSON")
     assert verdict.kind == "damaged record"
+
+
+def test_a_node_id_pytest_cannot_find_is_not_found() -> None:
+    events = [
+        {"event": "usage_error", "message": f"not found: {NODE}\n(no match)"},
+        {"event": "finish", "exitstatus": 4},
+    ]
+    verdict = classify(NODE, events, ChildExit(4, None))
+    assert verdict.kind == "not found"
+    other = classify(NODE, [{"event": "usage_error", "message": "bad -o"}], ChildExit(4, None))
+    assert other.kind == "exited before running" and "bad -o" in other.message
