@@ -31,7 +31,7 @@ from parsers.families.base import (
     ToolGrammar,
 )
 from parsers.families.base import CallScanner as BaseScanner
-from parsers.families.gemma4_call import CALL_END, CALL_START, CallScanner
+from parsers.families.gemma4_call import CALL_END, CALL_START, TURN_END, CallScanner
 from parsers.machine import MarkerMachine
 from parsers.plan import ParsePlan
 
@@ -93,7 +93,7 @@ class Gemma4Tools(ToolGrammar):
     quoted_opener = CALL_START
 
     def jail_end_markers(self, start: str) -> tuple[str, ...]:
-        return (CALL_END,)
+        return (CALL_END, TURN_END)
 
     def scanner(self, start: str, ctx: CallContext) -> BaseScanner:
         return Gemma4Scanner()

@@ -27,11 +27,14 @@ from parsers.jsonstream import escape_text
 
 CALL_START = "<|tool_call>"
 CALL_END = "<tool_call|>"
+# Gemma 4 sometimes closes a call with its end-of-turn token instead (other servers accept it);
+# only right after the arguments object.
+TURN_END = "<turn|>"
 STRING_DELIM = '<|"|>'
 CALL_PREFIX = "call:"
 
 # Markers that may begin at a `<` inside a call (outside strings).
-_ANGLE_TOKENS = (STRING_DELIM, CALL_END, CALL_START)
+_ANGLE_TOKENS = (STRING_DELIM, CALL_END, CALL_START, TURN_END)
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-")
 _KEY_STOP = frozenset(":,{}[]<")
 _WS = frozenset(" \t\r\n")
@@ -168,9 +171,9 @@ class CallScanner:
                         return self._fail(i)
                     i += len(STRING_DELIM)
                     continue
-                if token == CALL_END and mode == "tail":
+                if token in (CALL_END, TURN_END) and mode == "tail":
                     self.mode = "done"
-                    return i + len(CALL_END)
+                    return i + len(token)
                 if token or mode != "bare":
                     return self._fail(i)
                 self._bare += "<"  # a plain `<` inside a bare word

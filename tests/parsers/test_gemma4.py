@@ -286,6 +286,20 @@ def test_string_may_contain_markers_v2_reads_it_v1_jail_stops_early() -> None:
     assert (v1.content, v1.tool_calls) == (text, [])
 
 
+@GENS
+def test_end_of_turn_token_closes_a_complete_call(gen: int) -> None:
+    text = f"<|tool_call>call:gdb{{args:{D}-batch -ex run{D}}}<turn|>"
+    msg = run(text, gen)
+    assert (msg.content, calls(msg)) == (None, [("gdb", {"args": "-batch -ex run"})])
+    # inside a string it is text to V2; the V1 jail (not string-aware) ends there
+    inner = call_text(f"a:{D}x<turn|>y{D}")
+    msg = run(inner, gen)
+    if gen == 2:
+        assert msg.tool_calls[0].arguments == '{"a":"x<turn|>y"}'
+    else:
+        assert (msg.content, msg.tool_calls) == (inner, [])
+
+
 # --- request policy -------------------------------------------------------------------------
 
 
