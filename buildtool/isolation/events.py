@@ -3,10 +3,10 @@
 The child writes (and flushes) an event at each step, so a child that dies midway leaves a
 record of how far it got; the parent decides from these events, never from the exit code alone.
 
-Events (`"event"` key): `hello` (pid, environment names), `collect_error` (nodeid, longrepr),
-`deselected` (nodeids), `usage_error` (message, e.g. node id not found), `collected` (nodeids, after every
-plugin's selection), `start` (nodeid),
-`report` (a serialized TestReport), `finish` (exitstatus).
+Events (`"event"` key): `hello` (pid, environment names), `collect_error` (nodeid,
+longrepr), `deselected` (nodeids), `usage_error` (message, e.g. node id not found), `collected`
+(nodeids, after every plugin's selection), `start` (nodeid), `report` (a serialized
+TestReport), `finish` (exitstatus).
 """
 
 from __future__ import annotations
