@@ -8,12 +8,14 @@ the route and everything else; the engine then only follows that plan.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from parsers.engine import Engine
 from parsers.ids import IdFactory, new_call_id
 from parsers.plan import ParsePlan
 from parsers.policy import plan_request, settings_for
+from parsers.scan import MarkerSet, QuoteTracker
 from parsers.types import Delta, ParsedMessage, ToolCall
 
 
@@ -148,10 +150,12 @@ def parse(
     request: Mapping[str, Any] | None = None,
     id_factory: IdFactory = new_call_id,
 ) -> ParsedMessage:
-    """Parse a whole response (batch): the same engine fed once, so batch equals streaming."""
-    return stream(
-        [text],
-        finish_reason=finish_reason,
+    """Parse a whole response (batch): the same engine fed once, so batch equals streaming.
+
+    One batch-only rule (spec, DeepSeek V4.1): without prefill information, a leading unquoted
+    `</think>` with no opener means the text before it was reasoning.
+    """
+    plan = make_plan(
         tool_parser=tool_parser,
         reasoning_parser=reasoning_parser,
         tools=tools,
@@ -160,5 +164,30 @@ def parse(
         thinking=thinking,
         prompt=prompt,
         request=request,
-        id_factory=id_factory,
     )
+    if (
+        plan.reasoning_parser in _CLOSE_MEANS_REASONING
+        and plan.reasoning
+        and not plan.start_in_reasoning
+        and prompt is None
+        and _leading_close(text)
+    ):
+        plan = replace(plan, start_in_reasoning=True)
+    return stream([text], finish_reason=finish_reason, plan=plan, id_factory=id_factory)
+
+
+_CLOSE_MEANS_REASONING = frozenset({"deepseek_v41"})
+_THINK_MARKERS = MarkerSet(("<think>", "</think>"))
+
+
+def _leading_close(text: str) -> bool:
+    """The first unquoted `<think>`/`</think>` in `text` is the closer."""
+    quotes = QuoteTracker()
+    pos = 0
+    while (m := _THINK_MARKERS.search(text, pos)) is not None:
+        quotes.feed(text[pos : m.start()])
+        if not quotes.quoted(m.group()[0]):
+            return m.group() == "</think>"
+        quotes.feed(m.group())
+        pos = m.end()
+    return False

@@ -306,14 +306,16 @@ class MarkerMachine(FamilyMachine):
         self._jail = []
         factory = self._jail_factory
         assert factory is not None
-        events.extend(_parse_region(self._lead_ws + self._start, self._start, region, factory()))
+        parsed, left = _parse_region(self._lead_ws + self._start, region, factory())
+        events.extend(parsed)
         self._after_region()
-        return True, rest
+        return True, left + rest
 
 
-def _parse_region(lead: str, start: str, region: str, scanner: CallScanner) -> list[Event]:
+def _parse_region(lead: str, region: str, scanner: CallScanner) -> tuple[list[Event], str]:
     """V1: parse a jailed region whole; nothing parsed -> the whole text (`lead`: the blanks
-    and start marker before it) is content."""
+    and start marker before it) is content. Returns the events and the text after the calls
+    (scanned as prose again)."""
     res = scanner.feed(region)
     evs = list(res.events)
     status, rest = res.status, res.rest
@@ -322,7 +324,5 @@ def _parse_region(lead: str, start: str, region: str, scanner: CallScanner) -> l
         evs += end.events
         status, rest = end.status, end.rest
     if status == "reject" or not any(isinstance(e, CallEnd) and e.complete for e in evs):
-        return [Text(lead + region)]
-    if rest:
-        evs.append(Text(rest))
-    return evs
+        return [Text(lead + region)], ""
+    return evs, rest

@@ -1,0 +1,14 @@
+"""DeepSeek V4 (`deepseek_v4`): DSML tool calls, `<think>` reasoning (the template prefills
+`<think>`, so the policy starts parsing in reasoning; a DSML block start also ends it)."""
+
+from __future__ import annotations
+
+from parsers.families.base import AnyReasoningGrammar, AnyToolGrammar, ReasoningGrammar
+from parsers.families.dsml import DsmlGrammar
+
+TOOL_GRAMMARS: dict[str, AnyToolGrammar] = {
+    "deepseek_v4": DsmlGrammar("deepseek_v4", spaced=False, block="tool_calls"),
+}
+REASONING_GRAMMARS: dict[str, AnyReasoningGrammar] = {
+    "deepseek_v4": ReasoningGrammar("deepseek_v4"),
+}

@@ -1,0 +1,16 @@
+"""DeepSeek V4.1 (`deepseek_v41`, V2 only): DSML with a space after the tag token and block
+name `calls`; `<think>` reasoning, started by the prompt's prefill (policy). In batch, a
+leading unquoted `</think>` without an opener means the text before it was reasoning
+(`parsers.api.parse`)."""
+
+from __future__ import annotations
+
+from parsers.families.base import AnyReasoningGrammar, AnyToolGrammar, ReasoningGrammar
+from parsers.families.dsml import DsmlGrammar
+
+TOOL_GRAMMARS: dict[str, AnyToolGrammar] = {
+    "deepseek_v41": DsmlGrammar("deepseek_v41", spaced=True, block="calls"),
+}
+REASONING_GRAMMARS: dict[str, AnyReasoningGrammar] = {
+    "deepseek_v41": ReasoningGrammar("deepseek_v41"),
+}

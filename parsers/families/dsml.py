@@ -1,0 +1,203 @@
+"""DeepSeek DSML tool calls, shared by DeepSeek V4 (`deepseek_v4`) and V4.1 (`deepseek_v41`).
+
+V4:   `<｜DSML｜tool_calls>` (`<｜DSML｜invoke name="F">` (`<｜DSML｜parameter name="K"
+      string="true|false">V</｜DSML｜parameter>`)* `</｜DSML｜invoke>`)* `</｜DSML｜tool_calls>`
+V4.1: the same with a space after the tag token and block name `calls`: `<｜DSML｜ calls>`,
+      `<｜DSML｜ invoke name="F">`, ... `</｜DSML｜ calls>`.
+The bars are U+FF5C. Inside a block the tags are read tolerantly (any blanks after the token,
+either spelling of the token). `string="true"` values are raw text, trimmed, streamed;
+`string="false"` values are JSON (a string when they do not parse). A block whose close is
+missing at the end of output keeps its complete invokes.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from parsers.families.base import (
+    CallArgs,
+    CallBegin,
+    CallContext,
+    CallEnd,
+    CallScanner,
+    Event,
+    ScanResult,
+    ToolGrammar,
+)
+from parsers.families.xmlargs import ArgsJson, RawValue, StringValue, TagBuffer, ValueSink
+from parsers.scan import MarkerSet
+
+BAR = "\uff5c"
+TOKEN = f"{BAR}DSML{BAR}"
+_BLANKS = " \t\r\n"
+_ATTR = re.compile(r'([A-Za-z_][\w-]*)\s*=\s*"([^"]*)"')
+_TAG = re.compile(rf"<(/?){re.escape(TOKEN)}\s*([A-Za-z_]+)\s*([^>]*)>")
+_MAX_TAG = 512
+
+
+def _json_or_text(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+def _close_tags(name: str) -> tuple[str, ...]:
+    return (f"</{TOKEN}{name}>", f"</{TOKEN} {name}>")
+
+
+_PARAM_END = MarkerSet(_close_tags("parameter"))
+
+
+class DsmlScanner(CallScanner):
+    """Reads one DSML block, fed the text after its opening tag."""
+
+    def __init__(self, start: str, block: str, ctx: CallContext) -> None:
+        self._start = start
+        self._block = block
+        self._ctx = ctx
+        self._buf = TagBuffer()
+        self._fed: list[str] = []
+        self._call_raw: list[str] = []
+        self._state = "block"  # block (between invokes), invoke (between params), value
+        self._name = ""
+        self._args = ArgsJson()
+        self._sink: ValueSink | None = None
+        self._calls = 0  # invokes begun
+        self._in_call = False
+
+    def _take(self, n: int) -> str:
+        out = self._buf.take(n)
+        if self._in_call:
+            self._call_raw.append(out)
+        return out
+
+    def feed(self, text: str) -> ScanResult:
+        self._fed.append(text)
+        self._buf.add(text)
+        return self._run(final=False)
+
+    def finish(self) -> ScanResult:
+        res = self._run(final=True)
+        if res.status != "more":
+            return res
+        events = res.events
+        if self._calls == 0:
+            return ScanResult([], "reject", "".join(self._fed))
+        if self._in_call:
+            self._force_close(events)
+        return ScanResult(events, "done", self._buf.rest())
+
+    def _force_close(self, events: list[Event]) -> None:
+        if self._sink is not None:
+            self._call_raw.append(self._buf.text)
+            self._sink.feed(self._buf.rest())
+            events.append(CallArgs(self._sink.force_end()))
+            self._sink = None
+        events.append(CallArgs(ArgsJson.close()))
+        events.append(CallEnd(False, "".join(self._call_raw)))
+        self._in_call = False
+
+    def _next_tag(self) -> tuple[int, re.Match[str] | None] | None:
+        """After blanks: (blanks, tag match), (blanks, None) for text that is no DSML tag,
+        or None when more text is needed."""
+        text = self._buf.text
+        stripped = text.lstrip(_BLANKS)
+        blanks = len(text) - len(stripped)
+        if not stripped:
+            return None
+        m = _TAG.match(stripped)
+        if m is not None:
+            return blanks, m
+        for head in ("<" + TOKEN, "</" + TOKEN):
+            cut = stripped[: len(head)]
+            if head.startswith(cut) and ">" not in stripped and len(stripped) <= _MAX_TAG:
+                return None  # a tag still arriving
+        return blanks, None
+
+    def _run(self, final: bool) -> ScanResult:
+        events: list[Event] = []
+        while True:
+            st = self._state
+            if st == "value":
+                sink = self._sink
+                assert sink is not None
+                before, tag = self._buf.until(_PARAM_END, final)
+                self._call_raw.append(before)
+                out = sink.feed(before)
+                if out:
+                    events.append(CallArgs(out))
+                if tag is None:
+                    return ScanResult(events)
+                self._take(len(tag))
+                events.append(CallArgs(sink.end()))
+                self._sink = None
+                self._state = "invoke"
+                continue
+            got = self._next_tag()
+            if got is None:
+                return ScanResult(events)
+            blanks, m = got
+            if m is None:
+                return self._malformed(events)
+            closing, name, attrs = m.group(1) == "/", m.group(2), dict(_ATTR.findall(m.group(3)))
+            if st == "block":
+                if not closing and name == "invoke" and attrs.get("name"):
+                    self._buf.take(blanks)
+                    self._in_call = True
+                    self._call_raw = []
+                    self._take(m.end())
+                    self._name = attrs["name"]
+                    self._args = ArgsJson()
+                    self._calls += 1
+                    events.append(CallBegin(self._name))
+                    events.append(CallArgs(ArgsJson.open()))
+                    self._state = "invoke"
+                elif closing and name == self._block:
+                    if self._calls == 0:
+                        return ScanResult([], "reject", "".join(self._fed))
+                    self._buf.take(blanks + m.end())
+                    return ScanResult(events, "done", self._buf.rest())
+                else:
+                    return self._malformed(events)
+            else:  # invoke: parameters or the invoke's close
+                if not closing and name == "parameter" and "name" in attrs:
+                    self._take(blanks + m.end())
+                    prefix = self._args.key(attrs["name"])
+                    if attrs.get("string", "true").lower() == "false":
+                        self._sink = RawValue(prefix, _json_or_text, trim="blanks")
+                    else:
+                        self._sink = StringValue(prefix, trim="blanks")
+                    self._state = "value"
+                elif closing and name == "invoke":
+                    self._take(blanks + m.end())
+                    events.append(CallArgs(ArgsJson.close()))
+                    events.append(CallEnd())
+                    self._in_call = False
+                    self._state = "block"
+                else:
+                    return self._malformed(events)
+
+    def _malformed(self, events: list[Event]) -> ScanResult:
+        if self._calls == 0 and not events:
+            return ScanResult([], "reject", "".join(self._fed))
+        if self._in_call:
+            self._force_close(events)
+        return ScanResult(events, "done", self._buf.rest())
+
+
+class DsmlGrammar(ToolGrammar):
+    def __init__(self, name: str, *, spaced: bool, block: str) -> None:
+        self.name = name
+        self._block = block
+        sep = " " if spaced else ""
+        self.start_markers = (f"<{TOKEN}{sep}{block}>",)
+        self._end = (f"</{TOKEN}{sep}{block}>",)
+
+    def jail_end_markers(self, start: str) -> tuple[str, ...]:
+        return self._end
+
+    def scanner(self, start: str, ctx: CallContext) -> CallScanner:
+        return DsmlScanner(start, self._block, ctx)

@@ -1,0 +1,227 @@
+"""GLM 4.5 / 4.6 / 4.7 (`glm47`, alias `glm45`; reasoning `glm45`).
+
+`<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value>…</tool_call>`; GLM-4.5/4.6 put
+newlines and indentation between the tags (any blanks are accepted there); a call without
+arguments is `<tool_call>NAME</tool_call>`; calls are concatenated, no section wrapper.
+Values: newlines next to the tags trimmed, XML entities decoded; text starting with `{`, `[`
+or `"` is JSON (a string when it does not parse); otherwise the schema type decides; else a
+string kept as written.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from parsers.families.base import (
+    AnyReasoningGrammar,
+    AnyToolGrammar,
+    CallArgs,
+    CallBegin,
+    CallContext,
+    CallEnd,
+    CallScanner,
+    Event,
+    ReasoningGrammar,
+    ScanResult,
+    ToolGrammar,
+)
+from parsers.families.xmlargs import (
+    ArgsJson,
+    RawValue,
+    StringValue,
+    TagBuffer,
+    Trim,
+    ValueSink,
+    decode_entities,
+)
+from parsers.scan import MarkerSet
+from parsers.schema import convert_value, is_string_type, primary_type
+
+TOOL_CALL = "<tool_call>"
+TOOL_CALL_END = "</tool_call>"
+ARG_KEY = "<arg_key>"
+ARG_KEY_END = "</arg_key>"
+ARG_VALUE = "<arg_value>"
+ARG_VALUE_END = "</arg_value>"
+
+_NAME_END = MarkerSet((ARG_KEY, TOOL_CALL_END))
+_BODY_TAGS = MarkerSet((ARG_KEY, TOOL_CALL_END))
+_KEY_END = MarkerSet((ARG_KEY_END,))
+_VALUE_TAG = MarkerSet((ARG_VALUE,))
+_VALUE_END = MarkerSet((ARG_VALUE_END, TOOL_CALL_END))
+_MAX_NAME = 256
+_TRIM: Trim = "newlines"
+
+
+def _json_or_text(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+class _PendingValue:
+    """Waits for the first character of a value to choose how it is written."""
+
+    def __init__(self, prefix: str, schema: Any) -> None:
+        self.prefix = prefix
+        self.schema = schema
+        self.parts: list[str] = []
+
+    def choose(self, first: str) -> ValueSink:
+        if first in '{["':
+            return RawValue(self.prefix, _json_or_text, trim=_TRIM, entities=True)
+        t = primary_type(self.schema)
+        if t is None or is_string_type(t):
+            return StringValue(self.prefix, trim=_TRIM, entities=True)
+        schema = self.schema
+        return RawValue(self.prefix, lambda s: convert_value(s, schema), trim=_TRIM, entities=True)
+
+
+class GlmScanner(CallScanner):
+    def __init__(self, ctx: CallContext) -> None:
+        self._ctx = ctx
+        self._buf = TagBuffer()
+        self._fed: list[str] = []
+        self._state = "name"
+        self._name = ""
+        self._args = ArgsJson()
+        self._key = ""
+        self._pending: _PendingValue | None = None
+        self._sink: ValueSink | None = None
+        self._committed = False
+
+    def _raw(self) -> str:
+        return TOOL_CALL + "".join(self._fed)
+
+    def feed(self, text: str) -> ScanResult:
+        self._fed.append(text)
+        self._buf.add(text)
+        return self._run(final=False)
+
+    def finish(self) -> ScanResult:
+        res = self._run(final=True)
+        if res.status != "more":
+            return res
+        if not self._committed:
+            return ScanResult([], "reject", "".join(self._fed))
+        events = res.events
+        if self._state in ("value", "pending"):
+            if self._sink is None and self._pending is not None:
+                self._sink = StringValue(self._pending.prefix, trim=_TRIM, entities=True)
+            if self._sink is not None:
+                self._sink.feed(self._buf.rest())
+                events.append(CallArgs(self._sink.force_end()))
+        events.append(CallArgs(ArgsJson.close()))
+        events.append(CallEnd(False, self._raw()))
+        return ScanResult(events, "done")
+
+    def _abort(self, events: list[Event]) -> ScanResult:
+        """Malformed after the call went out: close it; the rest is content."""
+        events.append(CallArgs(ArgsJson.close()))
+        events.append(CallEnd(False, self._raw()))
+        return ScanResult(events, "done", self._buf.rest())
+
+    def _run(self, final: bool) -> ScanResult:
+        events: list[Event] = []
+        buf = self._buf
+        while True:
+            st = self._state
+            if st == "name":
+                m = _NAME_END.search(buf.text)
+                if m is None:
+                    # still no tag: give up early when this cannot be a name
+                    seen = buf.text[: _NAME_END.holdback(buf.text)]
+                    core = seen.strip()
+                    if "<" in seen or "\n" in core or len(core) > _MAX_NAME:
+                        return ScanResult([], "reject", "".join(self._fed))
+                    return ScanResult(events)
+                limit = m.start()
+                name = buf.text[:limit].strip()
+                if not name or "<" in name or "\n" in name or len(name) > _MAX_NAME:
+                    return ScanResult([], "reject", "".join(self._fed))
+                buf.take(limit)
+                self._name = name
+                events.append(CallBegin(name))
+                events.append(CallArgs(ArgsJson.open()))
+                self._committed = True
+                self._state = "body"
+            elif st == "body":
+                blanks, tag = buf.starts_after_blanks(_BODY_TAGS)
+                if tag is None:
+                    return ScanResult(events)
+                if tag is False:
+                    return self._abort(events)
+                buf.take(blanks + len(tag))
+                if tag == TOOL_CALL_END:
+                    events.append(CallArgs(ArgsJson.close()))
+                    events.append(CallEnd())
+                    return ScanResult(events, "done", buf.rest())
+                self._state = "key"
+            elif st == "key":
+                before, tag = buf.until(_KEY_END, final)
+                self._key += before
+                if tag is None:
+                    if len(self._key) > _MAX_NAME:
+                        return self._abort(events)
+                    return ScanResult(events)
+                buf.take(len(tag))
+                self._state = "value_tag"
+            elif st == "value_tag":
+                blanks, tag = buf.starts_after_blanks(_VALUE_TAG)
+                if tag is None:
+                    return ScanResult(events)
+                if tag is False:
+                    return self._abort(events)
+                buf.take(blanks + len(tag))
+                key = decode_entities(self._key.strip())
+                self._key = ""
+                prefix = self._args.key(key)
+                self._pending = _PendingValue(prefix, self._ctx.param_schema(self._name, key))
+                self._state = "pending"
+            elif st == "pending":
+                pend = self._pending
+                assert pend is not None
+                stripped = buf.text.lstrip("\r\n")
+                m = _VALUE_END.search(buf.text)
+                if m is not None and len(buf.text) - len(stripped) >= m.start():
+                    # empty value
+                    self._sink = StringValue(pend.prefix, trim=_TRIM, entities=True)
+                elif stripped and not _VALUE_END.is_partial(stripped):
+                    self._sink = pend.choose(stripped[0])
+                elif not final:
+                    return ScanResult(events)
+                else:
+                    self._sink = StringValue(pend.prefix, trim=_TRIM, entities=True)
+                self._pending = None
+                self._state = "value"
+            elif st == "value":
+                sink = self._sink
+                assert sink is not None
+                before, tag = buf.until(_VALUE_END, final)
+                out = sink.feed(before)
+                if out:
+                    events.append(CallArgs(out))
+                if tag is None:
+                    return ScanResult(events)
+                events.append(CallArgs(sink.end()))
+                self._sink = None
+                if tag == ARG_VALUE_END:
+                    buf.take(len(tag))
+                self._state = "body"
+
+
+class GlmGrammar(ToolGrammar):
+    name = "glm47"
+    start_markers = (TOOL_CALL,)
+
+    def jail_end_markers(self, start: str) -> tuple[str, ...]:
+        return (TOOL_CALL_END,)
+
+    def scanner(self, start: str, ctx: CallContext) -> CallScanner:
+        return GlmScanner(ctx)
+
+
+TOOL_GRAMMARS: dict[str, AnyToolGrammar] = {"glm47": GlmGrammar()}
+REASONING_GRAMMARS: dict[str, AnyReasoningGrammar] = {"glm45": ReasoningGrammar("glm45")}

@@ -1,0 +1,219 @@
+"""Qwen3-Coder XML-style calls (`qwen3_coder`).
+
+`<tool_call>` `<function=NAME>` (`<parameter=KEY>` VALUE `</parameter>`)* `</function>`
+`</tool_call>`; a bare `<function=NAME>` block is a call too. Values: one surrounding newline
+trimmed, HTML entities decoded, typed by the tool's JSON schema (`parsers.schema`); a value
+that is `null` is null whatever the type; undeclared parameters and tools stay strings.
+A missing `</parameter>` ends the value at the next `<parameter=`, `</function>` or
+`</tool_call>`. Several `<function=` blocks may share one `<tool_call>` wrapper. A Hermes-style
+JSON object inside `<tool_call>` (the model mixing formats) is read as a Hermes call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from parsers.families.base import (
+    CallArgs,
+    CallBegin,
+    CallContext,
+    CallEnd,
+    CallScanner,
+    Event,
+    ScanResult,
+    ToolGrammar,
+)
+from parsers.families.hermes import HermesScanner
+from parsers.families.xmlargs import ArgsJson, RawValue, StringValue, TagBuffer, ValueSink
+from parsers.scan import MarkerSet
+from parsers.schema import convert_value, primary_type, schema_types
+
+TOOL_CALL = "<tool_call>"
+TOOL_CALL_END = "</tool_call>"
+FUNCTION = "<function="
+FUNCTION_END = "</function>"
+PARAMETER = "<parameter="
+PARAMETER_END = "</parameter>"
+
+_OPEN_TAGS = MarkerSet((FUNCTION,))
+_BODY_TAGS = MarkerSet((PARAMETER, FUNCTION_END, TOOL_CALL_END))
+_VALUE_END = MarkerSet((PARAMETER_END, PARAMETER, FUNCTION_END, TOOL_CALL_END))
+_AFTER_TAGS = MarkerSet((TOOL_CALL_END, FUNCTION))
+_MAX_NAME = 256
+
+
+def _convert(ctx: CallContext, tool: str, key: str) -> tuple[bool, Any]:
+    """(is_string, converter) for a parameter by the declared schema."""
+    schema = ctx.param_schema(tool, key)
+    if schema is None:
+        return True, None
+    t = primary_type(schema)
+    if t is None or t in ("string", "str", "text", "varchar", "char", "enum"):
+        return True, None
+    types = schema_types(schema)
+
+    def conv(text: str) -> Any:
+        if text.lower() == "null":
+            return None
+        return convert_value(text, schema) if types else text
+
+    return False, conv
+
+
+class Qwen3CoderScanner(CallScanner):
+    def __init__(self, start: str, ctx: CallContext) -> None:
+        self._ctx = ctx
+        self._start = start
+        self._wrapped = start == TOOL_CALL
+        self._state = "open" if self._wrapped else "name"
+        self._buf = TagBuffer()
+        self._fed: list[str] = []
+        self._name = ""
+        self._args = ArgsJson()
+        self._sink: ValueSink | None = None
+        self._committed = False
+        self._hermes: HermesScanner | None = None
+
+    def _raw(self) -> str:
+        return self._start + "".join(self._fed)
+
+    def _reject(self) -> ScanResult:
+        return ScanResult([], "reject", "".join(self._fed))
+
+    def _close(self, events: list[Event], complete: bool) -> None:
+        if self._sink is not None:
+            events.append(CallArgs(self._sink.force_end()))
+            self._sink = None
+        events.append(CallArgs(ArgsJson.close()))
+        events.append(CallEnd(complete, "" if complete else self._raw()))
+        self._state = "after"
+
+    def feed(self, text: str) -> ScanResult:
+        self._fed.append(text)
+        if self._hermes is not None:
+            return self._delegated(self._hermes.feed(text))
+        self._buf.add(text)
+        return self._run(final=False)
+
+    def finish(self) -> ScanResult:
+        if self._hermes is not None:
+            return self._delegated(self._hermes.finish())
+        res = self._run(final=True)
+        if res.status != "more":
+            return res
+        events = res.events
+        if not self._committed:
+            return self._reject()
+        if self._state == "after":
+            return ScanResult(events, "done", self._buf.rest())
+        self._close(events, complete=False)
+        return ScanResult(events, "done")
+
+    def _delegated(self, res: ScanResult) -> ScanResult:
+        return self._reject() if res.status == "reject" else res
+
+    def _run(self, final: bool) -> ScanResult:
+        events: list[Event] = []
+        buf = self._buf
+        while True:
+            st = self._state
+            if st == "open":
+                if not buf.skip_blanks():
+                    return ScanResult(events)
+                if buf.text[0] == "{":
+                    self._hermes = HermesScanner()
+                    return self._delegated(self._hermes.feed(buf.rest()))
+                tag = buf.starts(_OPEN_TAGS)
+                if tag is None:
+                    return ScanResult(events)
+                if tag is False:
+                    return self._reject()
+                buf.take(len(tag))
+                self._state = "name"
+            elif st == "name":
+                end = buf.text.find(">")
+                if end < 0:
+                    if len(buf.text) > _MAX_NAME or "\n" in buf.text or "<" in buf.text:
+                        if not self._committed:
+                            return self._reject()
+                        return ScanResult(events, "done", buf.rest())
+                    return ScanResult(events)
+                name = buf.text[:end].strip()
+                if not name or "<" in name or "\n" in name:
+                    if not self._committed:
+                        return self._reject()
+                    return ScanResult(events, "done", buf.rest())
+                buf.take(end + 1)
+                self._name = name
+                self._args = ArgsJson()
+                events.append(CallBegin(name))
+                events.append(CallArgs(ArgsJson.open()))
+                self._committed = True
+                self._state = "body"
+            elif st == "body":
+                blanks, tag = buf.starts_after_blanks(_BODY_TAGS)
+                if tag is None:
+                    return ScanResult(events)
+                if tag is False:
+                    # text where a tag belongs: the call ends here, the text is content
+                    self._close(events, complete=False)
+                    return ScanResult(events, "done", buf.rest())
+                buf.take(blanks + len(tag))
+                if tag == PARAMETER:
+                    self._state = "key"
+                else:
+                    self._close(events, complete=True)
+                    if tag == TOOL_CALL_END or not self._wrapped:
+                        return ScanResult(events, "done", buf.rest())
+            elif st == "key":
+                end = buf.text.find(">")
+                if end < 0:
+                    if len(buf.text) > _MAX_NAME:
+                        self._close(events, complete=False)
+                        return ScanResult(events, "done", buf.rest())
+                    return ScanResult(events)
+                key = buf.take(end + 1)[:-1].strip()
+                prefix = self._args.key(key)
+                is_string, conv = _convert(self._ctx, self._name, key)
+                if is_string:
+                    self._sink = StringValue(
+                        prefix, trim="one_newline", entities=True, null_word=True
+                    )
+                else:
+                    self._sink = RawValue(prefix, conv, trim="one_newline", entities=True)
+                self._state = "value"
+            elif st == "value":
+                sink = self._sink
+                assert sink is not None
+                before, tag = buf.until(_VALUE_END, final)
+                out = sink.feed(before)
+                if out:
+                    events.append(CallArgs(out))
+                if tag is None:
+                    return ScanResult(events)
+                events.append(CallArgs(sink.end()))
+                self._sink = None
+                if tag == PARAMETER_END:
+                    buf.take(len(tag))
+                self._state = "body"
+            else:  # after </function> inside <tool_call>: </tool_call> or another function
+                blanks, tag = buf.starts_after_blanks(_AFTER_TAGS)
+                if tag is None:
+                    return ScanResult(events)
+                if tag is False:
+                    return ScanResult(events, "done", buf.rest())
+                buf.take(blanks + len(tag))
+                if tag == TOOL_CALL_END:
+                    return ScanResult(events, "done", buf.rest())
+                self._state = "name"
+
+
+class Qwen3CoderGrammar(ToolGrammar):
+    name = "qwen3_coder"
+    start_markers = (TOOL_CALL, FUNCTION)
+
+    def jail_end_markers(self, start: str) -> tuple[str, ...]:
+        return (TOOL_CALL_END,) if start == TOOL_CALL else (FUNCTION_END,)
+
+    def scanner(self, start: str, ctx: CallContext) -> CallScanner:
+        return Qwen3CoderScanner(start, ctx)

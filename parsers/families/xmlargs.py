@@ -1,0 +1,242 @@
+"""Key/value (XML-style) arguments -> canonical JSON, streamed (Qwen3-Coder, GLM, DSML).
+
+`ArgsJson` writes the object punctuation; `StringValue` streams one string value (trimming,
+entity decoding, JSON escaping, holding back only what may still change); `RawValue` collects
+a non-string value and converts it once complete. `TagBuffer` is the small text buffer the
+tag-driven scanners share: find the next of some tags, hold back a possible tag prefix.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable
+from typing import Any, Literal
+
+from parsers.jsonstream import dumps, escape_text
+from parsers.scan import MarkerSet
+
+Trim = Literal["none", "one_newline", "newlines", "blanks"]
+_BLANKS = " \t\r\n"
+_ENTITY_TAIL = re.compile(r"&[#A-Za-z0-9]{0,31}\Z")
+
+
+def _lead(text: str, trim: Trim) -> str:
+    if trim == "one_newline":
+        return text[1:] if text.startswith("\n") else text
+    if trim == "newlines":
+        return text.lstrip("\r\n")
+    if trim == "blanks":
+        return text.lstrip(_BLANKS)
+    return text
+
+
+def _trail(text: str, trim: Trim) -> str:
+    if trim == "one_newline":
+        return text[:-1] if text.endswith("\n") else text
+    if trim == "newlines":
+        return text.rstrip("\r\n")
+    if trim == "blanks":
+        return text.rstrip(_BLANKS)
+    return text
+
+
+def _trail_hold(text: str, trim: Trim) -> int:
+    """Index from which trailing characters may still be trimmed."""
+    n = len(text)
+    if trim == "one_newline":
+        return n - 1 if text.endswith("\n") else n
+    chars = "\r\n" if trim == "newlines" else _BLANKS if trim == "blanks" else ""
+    i = n
+    while i > 0 and text[i - 1] in chars:
+        i -= 1
+    return i
+
+
+def decode_entities(text: str) -> str:
+    return html.unescape(text) if "&" in text else text
+
+
+class ArgsJson:
+    """The punctuation of an arguments object written key by key."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def key(self, key: str) -> str:
+        """`{"key":` for the first key, `,"key":` afterwards (the `{` went out with open())."""
+        sep = "," if self.count else ""
+        self.count += 1
+        return sep + dumps(key) + ":"
+
+    @staticmethod
+    def open() -> str:
+        return "{"
+
+    @staticmethod
+    def close() -> str:
+        return "}"
+
+
+class StringValue:
+    """Streams one string value as JSON text, `prefix` (`,"key":`) first.
+
+    Leading/trailing trimming per `trim`; HTML/XML entities decoded when `entities`; with
+    `null_word`, a value that is exactly `null` (any case) becomes JSON null, so text that
+    may still be that word is held back.
+    """
+
+    __slots__ = ("_entities", "_lead_done", "_null", "_pending", "_prefix", "_started", "_trim")
+
+    def __init__(
+        self, prefix: str, *, trim: Trim, entities: bool = False, null_word: bool = False
+    ) -> None:
+        self._prefix = prefix
+        self._trim = trim
+        self._entities = entities
+        self._null = null_word
+        self._pending = ""
+        self._lead_done = trim == "none"
+        self._started = False
+
+    def _open(self) -> str:
+        if self._started:
+            return ""
+        self._started = True
+        return self._prefix + '"'
+
+    def feed(self, raw: str) -> str:
+        text = self._pending + raw
+        self._pending = ""
+        if not text:
+            return ""
+        if not self._lead_done:
+            if self._trim == "one_newline":
+                text = _lead(text, self._trim)
+                self._lead_done = True
+            else:
+                text = _lead(text, self._trim)
+                if not text:
+                    return ""
+                self._lead_done = True
+        hold = _trail_hold(text, self._trim)
+        if self._entities:
+            m = _ENTITY_TAIL.search(text, 0, hold) if "&" in text else None
+            if m is not None and m.end() == hold:
+                hold = m.start()
+        if self._null and not self._started and "null".startswith(text[:hold].lower()):
+            hold = 0
+        self._pending = text[hold:]
+        out = text[:hold]
+        if not out:
+            return ""
+        return self._open() + escape_text(decode_entities(out) if self._entities else out)
+
+    def end(self) -> str:
+        text = _trail(self._pending, self._trim)
+        self._pending = ""
+        if not self._lead_done:
+            text = _lead(text, self._trim)
+        if self._null and not self._started and text.lower() == "null":
+            self._started = True
+            return self._prefix + "null"
+        body = decode_entities(text) if self._entities else text
+        return self._open() + escape_text(body) + '"'
+
+    def force_end(self) -> str:
+        """End of output inside the value: what arrived is the value."""
+        return self.end()
+
+
+class RawValue:
+    """Collects a non-string value; `end` converts it with `convert` and writes it."""
+
+    __slots__ = ("_convert", "_entities", "_parts", "_prefix", "_trim")
+
+    def __init__(
+        self,
+        prefix: str,
+        convert: Callable[[str], Any],
+        *,
+        trim: Trim,
+        entities: bool = False,
+    ) -> None:
+        self._prefix = prefix
+        self._convert = convert
+        self._trim = trim
+        self._entities = entities
+        self._parts: list[str] = []
+
+    def feed(self, raw: str) -> str:
+        if raw:
+            self._parts.append(raw)
+        return ""
+
+    def end(self) -> str:
+        text = _trail(_lead("".join(self._parts), self._trim), self._trim)
+        if self._entities:
+            text = decode_entities(text)
+        return self._prefix + dumps(self._convert(text))
+
+    def force_end(self) -> str:
+        return self.end()
+
+
+ValueSink = StringValue | RawValue
+
+
+class TagBuffer:
+    """Unconsumed text of a tag-driven scanner, with the tag search it needs."""
+
+    __slots__ = ("text",)
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def add(self, chunk: str) -> None:
+        self.text = self.text + chunk if self.text else chunk
+
+    def skip_blanks(self) -> bool:
+        """Drop leading blanks; True if something else follows."""
+        stripped = self.text.lstrip(_BLANKS)
+        self.text = stripped
+        return bool(stripped)
+
+    def starts_after_blanks(self, tags: MarkerSet) -> tuple[int, str | Literal[False] | None]:
+        """Like `starts`, looking past leading blanks without consuming them: (number of
+        blanks, tag/None/False); None also when only blanks are buffered."""
+        stripped = self.text.lstrip(_BLANKS)
+        blanks = len(self.text) - len(stripped)
+        if not stripped:
+            return blanks, None
+        tag = tags.match_at(stripped, 0)
+        if tag is not None:
+            return blanks, tag
+        return blanks, (None if tags.is_partial(stripped) else False)
+
+    def rest(self) -> str:
+        out, self.text = self.text, ""
+        return out
+
+    def take(self, n: int) -> str:
+        out, self.text = self.text[:n], self.text[n:]
+        return out
+
+    def starts(self, tags: MarkerSet) -> str | Literal[False] | None:
+        """The tag the buffer starts with; None if it may still become one; False if not."""
+        tag = tags.match_at(self.text, 0)
+        if tag is not None:
+            return tag
+        return None if tags.is_partial(self.text) else False
+
+    def until(self, tags: MarkerSet, final: bool) -> tuple[str, str | None]:
+        """Text before the first tag (consumed) and the tag (left in the buffer), or the safe
+        text so far and None (a possible tag prefix stays buffered unless `final`)."""
+        m = tags.search(self.text)
+        if m is not None:
+            before = self.text[: m.start()]
+            self.text = self.text[m.start() :]
+            return before, m.group()
+        hold = len(self.text) if final else tags.holdback(self.text)
+        before, self.text = self.text[:hold], self.text[hold:]
+        return before, None
