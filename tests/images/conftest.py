@@ -1,0 +1,59 @@
+"""Image tests: real Docker engine, real BuildKit. Slow, so they run in `nox -s images`.
+
+Tests marked `docker` here are skipped unless SIDECAR_FORGE_IMAGE_TESTS=1 (the `images` session
+sets it; `nox -s test` runs three times and leaves them out). With no engine reachable they skip
+with the reason, unless SIDECAR_FORGE_REQUIRE_DOCKER=1 (CI), where that is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from images_support import ROOT, build_images
+
+from buildtool.images.engine import Engine, connect
+from buildtool.images.targets import TARGETS, image_tag
+
+HERE = Path(__file__).resolve().parent
+OPT_IN = "SIDECAR_FORGE_IMAGE_TESTS"
+REQUIRE = "SIDECAR_FORGE_REQUIRE_DOCKER"
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if os.environ.get(OPT_IN) == "1":
+        return
+    skip = pytest.mark.skip(
+        reason=f"image builds and smoke tests are slow: they run in `nox -s images` ({OPT_IN}=1)"
+    )
+    for item in items:
+        if "docker" in item.keywords and HERE in Path(str(item.path)).parents:
+            item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def engine() -> Iterator[Engine]:
+    found = connect(os.environ.get("DOCKER_HOST"))
+    if found is None:
+        where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
+        message = (
+            f"no Docker engine reachable at {where}: start one with scripts/setup-host.sh "
+            "(dockerd), or point DOCKER_HOST at one"
+        )
+        if os.environ.get(REQUIRE) == "1":
+            pytest.fail(f"{REQUIRE}=1 but {message}")
+        pytest.skip(message)
+    yield found
+    found.close()
+
+
+@pytest.fixture(scope="session")
+def sidecar_images(engine: Engine) -> dict[str, str]:
+    """The three images of this checkout (`buildtool images build`; cached after `nox -s build`)."""
+    build_images(ROOT)
+    tags = {target: image_tag(target) for target in TARGETS}
+    for tag in tags.values():
+        assert engine.image_exists(tag), tag
+    return tags
