@@ -21,7 +21,9 @@ RUN --mount=type=bind,source=wheelhouse,target=/wheelhouse \
 
 # ---- Runtime base: the non-root user the sidecars run as --------------------------------------
 FROM python-base AS runtime-base
-RUN useradd --system --uid 10001 --user-group --no-create-home --home-dir /nonexistent \
+# Numeric USER below, so orchestrators can verify non-root (runAsNonRoot) without /etc/passwd.
+RUN groupadd --system --gid 10001 sidecar \
+ && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
         --shell /usr/sbin/nologin sidecar
 WORKDIR /srv
 
@@ -84,7 +86,7 @@ RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,target=/cache,sh
 FROM runtime-base AS sidecar-vllm
 RUN --mount=type=bind,from=build-vllm,source=/out,target=/artifacts \
     pip install --no-cache-dir --no-index --no-deps /artifacts/sidecar_forge-*.whl
-USER sidecar
+USER 10001:10001
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
     CMD ["python3", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/live', timeout=2)"]
@@ -93,7 +95,7 @@ ENTRYPOINT ["sidecar-vllm", "--host", "0.0.0.0", "--port", "8080"]
 FROM runtime-base AS sidecar-sglang
 RUN --mount=type=bind,from=build-sglang,source=/out,target=/artifacts \
     pip install --no-cache-dir --no-index --no-deps /artifacts/sidecar_forge-*.whl
-USER sidecar
+USER 10001:10001
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
     CMD ["python3", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/live', timeout=2)"]
@@ -102,7 +104,7 @@ ENTRYPOINT ["sidecar-sglang", "--host", "0.0.0.0", "--port", "8080"]
 FROM runtime-base AS sidecar-trtllm
 RUN --mount=type=bind,from=build-trtllm,source=/out,target=/artifacts \
     pip install --no-cache-dir --no-index --no-deps /artifacts/sidecar_forge-*.whl
-USER sidecar
+USER 10001:10001
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
     CMD ["python3", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/live', timeout=2)"]

