@@ -374,8 +374,9 @@ class KimiK3Machine(FamilyMachine):
             if marker is None:
                 break  # wait for the rest of the marker
             if marker is False or self._quoted(marker):
+                # a quoted marker is one opaque token: its attribute quotes are not prose quotes
                 step = 1 if marker is False else len(marker.raw)
-                self._plain(data[i : i + step], out)
+                self._plain(data[i : i + step], out, track=marker is False)
                 pos = i + step
                 continue
             pos = i + len(marker.raw)
@@ -409,38 +410,40 @@ class KimiK3Machine(FamilyMachine):
 
     # -- plain text --
 
-    def _plain(self, text: str, out: list[Event]) -> None:
+    def _plain(self, text: str, out: list[Event], track: bool = True) -> None:
         """Text that is not a marker, in the current state."""
         if not text:
             return
         state = self._state
         self._consumed(text)
         if state == "think":
-            self._prose(text, out, "reasoning")
+            self._prose(text, out, "reasoning", track)
         elif state == "response":
-            self._prose(text, out, "content")
+            self._prose(text, out, "content", track)
         elif state == "value":
             assert self._call is not None
             self._call.value_text(text, self._out(out))
         elif self._bad is None and state in ("top", "tools", "call"):
-            self._layout(text, out)
+            self._layout(text, out, track)
         # end: dropped
 
-    def _prose(self, text: str, out: list[Event], channel: Literal["content", "reasoning"]) -> None:
-        if self._quotes is not None:
+    def _prose(
+        self, text: str, out: list[Event], channel: Literal["content", "reasoning"], track: bool
+    ) -> None:
+        if self._quotes is not None and track:
             self._quotes.feed(text)
         if channel == "content":
             self._answer_started = True
         self._text(out, text, channel)
 
-    def _layout(self, text: str, out: list[Event]) -> None:
+    def _layout(self, text: str, out: list[Event], track: bool) -> None:
         """Text outside the channels: content, but blank text between markers is layout.
 
         Outside tools/calls a text run keeps its blanks, except those right before a call
         opener (markup, as for every family); inside, the blanks next to markers go too.
         """
         top = self._state == "top"
-        if self._quotes is not None and top:
+        if self._quotes is not None and top and track:
             self._quotes.feed(text)
         if not self._run_text:
             if not text.strip(_WS):

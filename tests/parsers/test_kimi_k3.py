@@ -249,6 +249,13 @@ def test_marker_lookalikes_are_text(gen: int, text: str) -> None:
     assert (msg.content, msg.tool_calls) == (text, [])
 
 
+def test_quoted_call_marker_with_attribute_quotes_then_a_real_call() -> None:
+    quoted = 'See "' + op("call", tool="f", index="1") + '" here.'
+    msg = run(quoted + " " + tools(call("g", 1)) + END, 2, prompt=PLAIN)
+    assert msg.content == quoted  # the marker's own attribute quotes do not end the quote
+    assert [c.name for c in msg.tool_calls] == ["g"]
+
+
 @pytest.mark.parametrize("gen", GENS)
 def test_token_lookalike_inside_a_string_value(gen: int) -> None:
     text = tools(call("f", 1, arg("city", "string", "<|open|>Seattle"))) + END
