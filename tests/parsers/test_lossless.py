@@ -33,8 +33,9 @@ def _id(case: tuple[Lossless, int]) -> str:
 def _strips_blanks_before_calls(lx: Lossless, gen: int) -> bool:
     """Marker families treat blanks right before a call start as its markup (docs/parsers.md);
     channel grammars (Muse) do not. Probe which one this family is."""
+    lead = "r" + lx.reasoning[1] if lx.lead_reasoning and lx.reasoning else ""
     msg = parse(
-        "a " + lx.calls[0].markup,
+        lead + "a " + lx.calls[0].markup,
         tool_parser=lx.tool_parser,
         reasoning_parser=lx.reasoning_parser,
         generation=gen,
@@ -55,6 +56,12 @@ def outputs(draw: st.DrawFn, lx: Lossless, gen: int) -> tuple[str, str, str, lis
     calls: list[Any] = []
     last = ""
     strip_before_call = _strips_blanks_before_calls(lx, gen)
+    if lx.lead_reasoning:
+        assert lx.reasoning is not None
+        p = draw(PROSE)
+        text.append(p + lx.reasoning[1])
+        reasoning.append(p)
+        last = "reasoning"
     for kind in draw(st.lists(st.sampled_from(kinds), min_size=1, max_size=8)):
         if kind == "prose":
             p = draw(PROSE)
@@ -100,7 +107,10 @@ def test_lossless_interleavings(case: tuple[Lossless, int], data: st.DataObject)
     bounds = [0, *cuts, len(text)]
     chunks = [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
     streamed = stream(chunks, **kw)
-    assert (streamed.content, streamed.reasoning_content) == (batch.content, batch.reasoning_content)
+    assert (streamed.content, streamed.reasoning_content) == (
+        batch.content,
+        batch.reasoning_content,
+    )
     assert [(c.name, c.arguments) for c in streamed.tool_calls] == [
         (c.name, c.arguments) for c in batch.tool_calls
     ]

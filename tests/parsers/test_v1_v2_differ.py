@@ -55,8 +55,12 @@ def test_v2_starts_calls_early_v1_sends_whole_calls(sample: Sample) -> None:
         v1_deltas = [c for ds in v1 for d in ds for c in d.tool_calls if c.index == i]
         assert len(v1_deltas) == 1
         assert (v1_deltas[0].name, v1_deltas[0].arguments) == (call.name, call.arguments)
-        # V2: the call (id and name) went out before the chunk where V1 released it
-        assert _first_chunk(v2, i) < _first_chunk(v1, i)
+        # V2: the call (id and name) went out before the chunk where V1 released it (a call
+        # without arguments may be complete the moment its name is)
+        if call.arguments == "{}":
+            assert _first_chunk(v2, i) <= _first_chunk(v1, i)
+        else:
+            assert _first_chunk(v2, i) < _first_chunk(v1, i)
 
 
 FAMILIES = sorted({s.tool_parser for s in TWO_GEN if s.tool_parser})

@@ -94,6 +94,8 @@ class Lossless:
     quoted: tuple[str, ...] = ()  # markers the test wraps in quotes / code spans (V2)
     generations: tuple[int, ...] = (1, 2)
     prompt: str | None = None  # e.g. a prompt that does not prefill reasoning
+    # output starts inside reasoning (forced families): the test opens with `text` + close
+    lead_reasoning: bool = False
 
 
 def _modules() -> list[Any]:

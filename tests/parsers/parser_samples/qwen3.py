@@ -69,3 +69,80 @@ LOSSLESS: list[Lossless] = [
         quoted=("<tool_call>", "<think>", "</think>"),
     ),
 ]
+
+C = "qwen3_coder"
+CODER_TOOLS = (
+    {
+        "type": "function",
+        "function": {
+            "name": "calc",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "x": {"type": "number"},
+                    "n": {"type": "integer"},
+                    "ok": {"type": "boolean"},
+                    "opts": {"type": "object"},
+                    "note": {"type": "string"},
+                },
+            },
+        },
+    },
+)
+
+SAMPLES += [
+    Sample(
+        "qwen3-coder-spec",
+        "<tool_call>\n<function=get_weather>\n<parameter=location>\nSan Francisco\n"
+        "</parameter>\n</function>\n</tool_call>",
+        C,
+        R,
+        calls=1,
+    ),
+    Sample(
+        "qwen3-coder-typed-two-calls",
+        "<think>compute</think>Sure.\n<tool_call>\n<function=calc>\n<parameter=x>\n-0.5\n"
+        "</parameter>\n<parameter=n>\n42\n</parameter>\n<parameter=ok>\nTrue\n</parameter>\n"
+        '<parameter=opts>\n{"a": [1, 2.50, 1e-3]}\n</parameter>\n<parameter=note>\n'
+        "Zürich &amp; Genève\nline 2\n</parameter>\n</function>\n</tool_call>\n"
+        "<tool_call>\n<function=calc>\n<parameter=x>\n2.50\n</parameter>\n</function>\n"
+        "</tool_call>\nDone.",
+        C,
+        R,
+        tools=CODER_TOOLS,
+        calls=2,
+    ),
+    Sample(
+        "qwen3-coder-bare-function",
+        "Text <function=calc>\n<parameter=note>\nhi\n</parameter>\n</function> tail",
+        C,
+        R,
+        calls=1,
+    ),
+    Sample(
+        "qwen3-coder-unterminated",
+        "<tool_call>\n<function=calc>\n<parameter=note>\nabc",
+        C,
+        R,
+    ),
+    Sample("qwen3-coder-malformed", "<tool_call>\nnot a call\n</tool_call>", C, R, calls=0),
+]
+
+OPENERS += [Opener(C, R, "<tool_call>"), Opener(C, R, "<function=")]
+
+LOSSLESS += [
+    Lossless(
+        C,
+        R,
+        (
+            CallPiece(
+                "<tool_call>\n<function=calc>\n<parameter=note>\nZürich\n</parameter>\n"
+                "</function>\n</tool_call>",
+                "calc",
+                {"note": "Zürich"},
+            ),
+            CallPiece("<function=ping>\n</function>", "ping", {}),
+        ),
+        quoted=("<tool_call>", "<function=", "<think>"),
+    ),
+]
