@@ -43,6 +43,15 @@ class ParserSettings:
     # Where `version` came from; error messages and the startup log line use it.
     version_source: VersionSource = "default"
 
+    def describe(self) -> str:
+        """One line for the startup log: what was selected and why."""
+        how = {"auto": "family defaults", "1": "V1 (legacy jail)", "2": "V2 (unified parser)"}
+        source = "unset" if self.version_source == "default" else f"from {self.version_source}"
+        return (
+            f"parser generation: {how[self.version]} ({source}); tool-call parser: "
+            f"{self.tool_parser or 'none'}; reasoning parser: {self.reasoning_parser or 'none'}"
+        )
+
 
 def family_by_key(key: str | None) -> Family | None:
     return next((f for f in FAMILIES if f.key == key), None)
@@ -200,7 +209,7 @@ def load_settings(
     check_generation(family, resolved, VERSION_VAR)
     if thinking_default is not None and not isinstance(thinking_default, bool):
         raise ConfigError(f"thinking default must be true or false, got {thinking_default!r}")
-    return ParserSettings(
+    settings = ParserSettings(
         version=resolved,
         tool_parser=tool,
         reasoning_parser=reasoning,
@@ -208,3 +217,5 @@ def load_settings(
         thinking_default=thinking_default,
         version_source=source,
     )
+    log.info("%s", settings.describe())
+    return settings

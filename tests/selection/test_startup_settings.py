@@ -253,3 +253,14 @@ def test_real_process_with_non_utf8_bytes_in_the_environment(tmp_path: object) -
     stderr = done.stderr.decode(errors="replace")
     assert done.returncode != 0
     assert "ConfigError" in stderr and VERSION in stderr and "not valid UTF-8" in stderr
+
+
+def test_the_selection_is_logged_once_at_startup(caplog: pytest.LogCaptureFixture) -> None:
+    with caplog.at_level(logging.INFO, logger="parsers"):
+        load_settings({ALIAS: "true"}, tool_parser="qwen3_coder", reasoning_parser="qwen3")
+    lines = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    assert lines == [
+        "parser generation: V2 (unified parser) (from DYN_ENABLE_EXPERIMENTAL_PARSERS_V2); "
+        "tool-call parser: qwen3_coder; reasoning parser: qwen3"
+    ]
+    assert load_settings({}).describe().startswith("parser generation: family defaults (unset)")
