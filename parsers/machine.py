@@ -70,9 +70,12 @@ class MarkerMachine(FamilyMachine):
             content_markers = (*starts, *opens, *closes)  # stripped from the answer
         else:
             content_markers = starts
+        # reasoning ends (not consumed) at these when they are not call starts already
+        ends = tuple(m for m in (reasoning.end_markers if reasoning else ()) if m not in starts)
+        self._reasoning_ends = frozenset(ends)
         self._markers = {
             "content": MarkerSet(content_markers),
-            "reasoning": MarkerSet((*closes, *starts)),
+            "reasoning": MarkerSet((*closes, *starts, *ends)),
         }
         self._strip_reasoning = not reasoning_on
         self._mode: Mode = "reasoning" if (reasoning_on and plan.start_in_reasoning) else "content"
@@ -150,13 +153,21 @@ class MarkerMachine(FamilyMachine):
             if j == n and not final:
                 self._buf = data  # only whitespace so far: the first real char decides
                 return ""
-            self._answer_started = True
-            if j < n and data[j] in "[{":
-                # guided JSON of a forced choice; the leading whitespace is its markup
-                self._begin_region("", lambda: GuidedScanner(self._named), "content", ())
-                return data[j:]
+            opens = self._markers["content"] if not self._strip_reasoning else None
+            lead = opens.match_at(data, j) if opens is not None and j < n else None
+            if lead is not None and lead in self._opens:
+                pass  # a reasoning block comes first; the answer starts after it
+            elif opens is not None and not final and self._is_partial_open(data[j:]):
+                self._buf = data
+                return ""
+            else:
+                self._answer_started = True
+                if j < n and data[j] in "[{":
+                    # guided JSON of a forced choice; the leading whitespace is its markup
+                    self._begin_region("", lambda: GuidedScanner(self._named), "content", ())
+                    return data[j:]
         if mode == "content":
-            self._answer_started = True
+            pass
         elif self._lead_opens:
             j = 0
             while j < n and data[j] in _WS:
@@ -232,12 +243,18 @@ class MarkerMachine(FamilyMachine):
                 events.append(Text(data[:start], channel))
             if quotes is not None:
                 quotes.reset()
+            if mode == "reasoning" and marker in self._reasoning_ends:
+                self._mode = "content"
+                return data[start:]  # the marker is answer text (no tool parser to read it)
             if mode == "content" and marker in self._opens and not self._strip_reasoning:
                 self._mode = "reasoning"
             elif mode == "reasoning" and marker in self._closes:
                 self._mode = "content"
             # else: V2 with thinking off, a reasoning marker in the answer is removed
             return rest
+
+    def _is_partial_open(self, text: str) -> bool:
+        return any(o.startswith(text) and o != text for o in self._opens)
 
     def _begin_region(
         self,

@@ -176,6 +176,9 @@ class ReasoningGrammar:
     name: str
     open_markers: tuple[str, ...] = ("<think>",)
     close_markers: tuple[str, ...] = ("</think>",)
+    # Markers that end reasoning without belonging to it (Kimi K2.5: the tool section start),
+    # also when no tool parser is configured: the text from the marker on is the answer.
+    end_markers: tuple[str, ...] = ()
 
 
 # --- channel families (escape hatch) ------------------------------------------------------

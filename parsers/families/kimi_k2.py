@@ -380,9 +380,12 @@ class _Scanner(CallScanner):
             events.extend(new)
 
 
+start_markers = (*SECTION_BEGINS, CALL_BEGIN)
+
+
 class KimiK2Grammar(ToolGrammar):
     name = "kimi_k2"
-    start_markers = (*SECTION_BEGINS, CALL_BEGIN)
+    start_markers = start_markers
     quoted_opener = SECTION_BEGINS[0]
 
     def jail_end_markers(self, start: str) -> tuple[str, ...]:
@@ -393,4 +396,7 @@ class KimiK2Grammar(ToolGrammar):
 
 
 TOOL_GRAMMARS = {"kimi_k2": KimiK2Grammar()}
-REASONING_GRAMMARS = {"kimi_k25": ReasoningGrammar("kimi_k25", ("<think>",), ("</think>",))}
+REASONING_GRAMMARS = {
+    # The tool section start (or a bare call start) ends reasoning even without a tool parser.
+    "kimi_k25": ReasoningGrammar("kimi_k25", ("<think>",), ("</think>",), start_markers),
+}

@@ -349,3 +349,16 @@ def test_length_finish_keeps_parsed_calls(gen: int) -> None:
     msg = parse(text, tool_parser=T, generation=gen, finish_reason="length")
     assert [c.name for c in msg.tool_calls] == ["f"]
     assert msg.finish_reason == "tool_calls"
+
+
+@pytest.mark.parametrize("gen", GENS)
+@pytest.mark.parametrize(
+    ("head", "reasoning"),
+    [("<think>I should read that file", "I should read that file"), ("<think>", None)],
+)
+def test_reasoning_parser_alone_ends_reasoning_at_the_tool_section(
+    gen: int, head: str, reasoning: str | None
+) -> None:
+    section = SB + call("functions.read:0", "{'filePath':'file.txt'}") + SE
+    msg = run(head + section, gen, tool_parser=None, reasoning_parser=R)
+    assert (msg.reasoning_content, msg.content, msg.tool_calls) == (reasoning, section, [])
