@@ -181,6 +181,7 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [f"isolated: launcher {s.launcher}, timeout {s.timeout:g} s; parser mode: {mode}{only}"]
 
 
+@pytest.hookimpl(trylast=True)  # after @parametrize: the variant id comes last
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     where = f"@pytest.mark.isolated on {metafunc.definition.nodeid}"
     variants = variants_of(metafunc.definition.iter_markers(MARKER), where)

@@ -1,0 +1,160 @@
+"""Parser modes and the marker: session mode inherited, explicit env wins, documented skips.
+
+Also the variant ids, marker merging, and the plugin under pytest-xdist.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+pytest_plugins = ["pytester"]
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
+
+MODE_TESTS = """
+import os
+import pytest
+
+@pytest.mark.isolated()
+def test_inherits_the_suite_mode():
+    assert os.environ.get("DYN_PARSER_VERSION") == "1"
+
+@pytest.mark.isolated(env={"DYN_PARSER_VERSION": "2"})
+def test_explicit_env_wins():
+    assert os.environ["DYN_PARSER_VERSION"] == "2"
+
+@pytest.mark.isolated(env={"DYN_PARSER_VERSION": None})
+def test_explicit_unset_wins():
+    assert "DYN_PARSER_VERSION" not in os.environ
+
+@pytest.mark.parser_mode_independent(reason="pure arithmetic, no parser involved")
+def test_documented_independent():
+    assert 1 + 1 == 2
+
+def test_plain_in_process():
+    assert os.environ.get("DYN_PARSER_VERSION") == "1"
+"""
+
+
+def _outcomes(rec: pytest.HookRecorder) -> dict[str, str]:
+    """test name -> final outcome (a failure or skip in any phase wins over passed)."""
+    result: dict[str, str] = {}
+    for report in rec.getreports("pytest_runtest_logreport"):
+        name = report.nodeid.split("::")[-1]
+        if report.outcome != "passed" or name not in result:
+            result[name] = report.outcome
+    return result
+
+
+def test_suite_mode_reaches_isolated_tests_unless_their_env_sets_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DYN_PARSER_VERSION", "1")
+    pytester.makepyfile(test_inner_modes=MODE_TESTS)
+    rec = pytester.inline_run()
+    assert set(_outcomes(rec).values()) == {"passed"}
+    assert len(_outcomes(rec)) == 5
+
+
+def test_parser_mode_only_reports_independent_tests_as_skipped_with_reasons(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DYN_PARSER_VERSION", "1")
+    pytester.makepyfile(test_inner_modes=MODE_TESTS)
+    result = pytester.runpytest("--parser-mode-only", "-rs")
+    result.assert_outcomes(passed=2, skipped=3)
+    result.stdout.fnmatch_lines_random(
+        [
+            "*SKIPPED*parser-mode independent: pure arithmetic, no parser involved",
+            "*SKIPPED*parser-mode independent: its isolated env sets DYN_PARSER_VERSION itself*",
+        ]
+    )
+    result.stdout.fnmatch_lines(["*parser mode: DYN_PARSER_VERSION=1, mode-independent tests*"])
+
+
+def test_a_mode_independence_claim_needs_a_reason(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import pytest
+
+        @pytest.mark.parser_mode_independent
+        def test_x():
+            pass
+        """
+    )
+    result = pytester.runpytest("--parser-mode-only")
+    assert result.ret != 0
+    result.stderr.fnmatch_lines(["*parser_mode_independent needs a reason*"])
+
+
+def test_variant_ids_are_readable_and_each_variant_is_one_test(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        """
+        import os
+        import pytest
+
+        @pytest.mark.isolated(envs={"unset": {"MODE": None}, "v1": {"MODE": "1"}})
+        @pytest.mark.parametrize("family", ["hermes", "glm"])
+        def test_named(family, isolated_variant, isolated_env):
+            assert os.environ.get("MODE") == isolated_env["MODE"]
+            assert isolated_variant in ("unset", "v1")
+
+        @pytest.mark.isolated(envs=[{"MODE": "2"}, {"MODE": None, "X": "y"}])
+        def test_listed():
+            pass
+        """
+    )
+    result = pytester.runpytest("-v")
+    result.assert_outcomes(passed=6)
+    out = result.stdout.str()
+    for nodeid in (
+        "test_named[hermes-unset]",
+        "test_named[hermes-v1]",
+        "test_named[glm-v1]",
+        "test_listed[MODE=2]",
+        "test_listed[MODE=unset-X=y]",
+    ):
+        assert f"::{nodeid} PASSED" in out
+
+
+def test_closer_markers_override_farther_ones(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import os
+        import pytest
+
+        pytestmark = pytest.mark.isolated(env={"A": "module", "B": "module"})
+
+        @pytest.mark.isolated(env={"B": "class", "C": "class"})
+        class TestLayers:
+            @pytest.mark.isolated(env={"C": "function"})
+            def test_layers(self, isolated_env):
+                assert (os.environ["A"], os.environ["B"], os.environ["C"]) == (
+                    "module", "class", "function"
+                )
+                assert isolated_env == {"A": "module", "B": "class", "C": "function"}
+        """
+    )
+    pytester.inline_run().assertoutcome(passed=1)
+
+
+def test_works_under_xdist(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import os
+        import pytest
+
+        ONE, TWO = {"DYN_PARSER_VERSION": "1"}, {"DYN_PARSER_VERSION": "2"}
+
+        @pytest.mark.isolated(envs={"one": ONE, "two": TWO})
+        @pytest.mark.parametrize("n", range(3))
+        def test_spread(n, isolated_variant):
+            expected = {"one": "1", "two": "2"}[isolated_variant]
+            assert os.environ["DYN_PARSER_VERSION"] == expected
+            assert "PYTEST_XDIST_WORKER" not in os.environ  # the worker's env did not leak
+        """
+    )
+    result = pytester.runpytest_subprocess("-n", "2", "-v")
+    result.assert_outcomes(passed=6)
+    result.stdout.fnmatch_lines_random(["*gw0*PASSED*", "*gw1*PASSED*"])
