@@ -108,7 +108,7 @@ def test_schema_typing_of_every_kind(gen: int) -> None:
         e="x",
         extra="7",
     )
-    ((name, args),) = calls(run(text, gen, tools=[t], **C))
+    ((_name, args),) = calls(run(text, gen, tools=[t], **C))
     assert args == {
         "i": 42,
         "f": 3.14,
@@ -133,7 +133,10 @@ def test_without_schema_values_stay_strings(gen: int) -> None:
 
 @GENS
 def test_one_surrounding_newline_trimmed_entities_decoded(gen: int) -> None:
-    text = "<tool_call>\n<function=w>\n<parameter=body>\n\n  line 1\nline 2 &amp; &lt;3&gt;\n\n</parameter>\n</function>\n</tool_call>"
+    text = (
+        "<tool_call>\n<function=w>\n<parameter=body>\n\n  line 1\nline 2 &amp; &lt;3&gt;\n\n"
+        "</parameter>\n</function>\n</tool_call>"
+    )
     assert calls(run(text, gen, **C)) == [("w", {"body": "\n  line 1\nline 2 & <3>\n"})]
 
 
@@ -222,7 +225,8 @@ def test_v2_streams_string_values_but_holds_typed_ones() -> None:
             final += c.arguments or ""
     assert final == '{"s":"a long string value","n":2.5}'
     assert len([s for s in seen if "string" in s or len(s) == 1]) > 3
-    assert "2.5" in [s for s in seen if "2.5" in s][0] and not any(s.endswith(":2") for s in seen)
+    # the number went out whole, never as a prefix like "2" or "2."
+    assert not any(s.endswith((":2", ":2.")) for s in seen)
 
 
 def test_aliases_resolve() -> None:
