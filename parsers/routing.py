@@ -44,6 +44,11 @@ class ToolChoice:
 
 PASS_THROUGH = Route("pass_through", None, None)
 
+# Family defaults under unset/`auto` (spec section 4), kept as data: tool parsers whose
+# unforced, non-structural-tag requests go to V2. V2-only families come from the registry.
+# (The isolation tests monkeypatch this to prove the default-route test can fail.)
+V2_DEFAULT_TOOL_PARSERS: frozenset[str] = frozenset({"qwen3_coder"})
+
 _SHAPES = '"none", "auto", "required" or {"type": "function", "function": {"name": "..."}}'
 
 
@@ -128,7 +133,7 @@ def select_route(settings: ParserSettings, request: Mapping[str, Any]) -> Route:
         generation = 2
     elif choice.forced or is_structural_tag(request):
         generation = 1
-    elif settings.tool_parser == "qwen3_coder" and choice.mode == "auto":
+    elif settings.tool_parser in V2_DEFAULT_TOOL_PARSERS and choice.mode == "auto":
         generation = 2
     else:
         generation = 1

@@ -17,6 +17,7 @@ from parsers import (
     ConfigError,
     InvalidRequest,
     load_settings,
+    routing,
     select_route,
 )
 from parsers.policy import plan_request
@@ -204,3 +205,12 @@ def test_route_table(
     assert (route.kind, route.generation) == (kind, generation)
     assert route.family == (family if kind != "pass_through" else None)
     assert plan_request(settings, request).route == kind
+
+
+def test_the_default_table_is_what_routes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Qwen3-Coder default comes from `V2_DEFAULT_TOOL_PARSERS`: emptying it moves the
+    route to V1, so a test asserting the default can fail."""
+    settings = load_settings({}, tool_parser="qwen3_coder")
+    assert select_route(settings, {}).kind == "parser_v2"
+    monkeypatch.setattr(routing, "V2_DEFAULT_TOOL_PARSERS", frozenset())
+    assert select_route(settings, {}).kind == "legacy_jail"
