@@ -1,0 +1,145 @@
+"""DeepSeek V4 (`deepseek_v4`, V1 and V2) and V4.1 (`deepseek_v41`, V2 only): DSML."""
+
+from __future__ import annotations
+
+import pytest
+from parser_check import calls, run
+from parser_samples.deepseek import BAR, dsml
+
+from parsers import ConfigError, parse, stream
+
+V4 = {"tool_parser": "deepseek_v4", "reasoning_parser": "deepseek_v4"}
+V41 = {"tool_parser": "deepseek_v41", "reasoning_parser": "deepseek_v41"}
+GENS = pytest.mark.parametrize("gen", [1, 2])
+
+
+@GENS
+def test_spec_example_starts_in_reasoning(gen: int) -> None:
+    text = dsml([("get_weather", [("location", "Paris", True)])])
+    assert text == (
+        f'<{BAR}DSML{BAR}tool_calls>\n<{BAR}DSML{BAR}invoke name="get_weather">\n'
+        f'<{BAR}DSML{BAR}parameter name="location" string="true">Paris</{BAR}DSML{BAR}parameter>\n'
+        f"</{BAR}DSML{BAR}invoke>\n</{BAR}DSML{BAR}tool_calls>"
+    )
+    msg = run(text, gen, **V4)
+    assert [(c.name, c.arguments) for c in msg.tool_calls] == [
+        ("get_weather", '{"location":"Paris"}')
+    ]
+    assert (msg.content, msg.reasoning_content) == (None, None)
+    # the template prefills <think>: plain text first is reasoning
+    msg = run("Let me see.</think>Sure." + text, gen, **V4)
+    assert (msg.reasoning_content, msg.content) == ("Let me see.", "Sure.")
+
+
+@GENS
+def test_dsml_block_ends_reasoning(gen: int) -> None:
+    msg = run("thinking about it\n" + dsml([("f", [])]), gen, **V4)
+    assert (msg.reasoning_content, calls(msg)) == ("thinking about it", [("f", {})])
+
+
+@GENS
+def test_string_true_trimmed_string_false_json_or_text(gen: int) -> None:
+    text = dsml(
+        [
+            (
+                "f",
+                [
+                    ("s", "  padded Zürich\n", True),
+                    ("n", "3", False),
+                    ("o", '{"a": [1, 2.50]}', False),
+                    ("bad", "not json", False),
+                    ("t", "true", False),
+                    ("raw", "<b>x</b>", True),
+                ],
+            )
+        ]
+    )
+    assert calls(run(text, gen, **V4)) == [
+        (
+            "f",
+            {
+                "s": "padded Zürich",
+                "n": 3,
+                "o": {"a": [1, 2.5]},
+                "bad": "not json",
+                "t": True,
+                "raw": "<b>x</b>",
+            },
+        )
+    ]
+
+
+@GENS
+def test_several_invokes_text_before_and_after(gen: int) -> None:
+    text = "r</think>Checking.\n" + dsml([("a", [("x", "1", False)]), ("b", [])]) + "\nDone."
+    msg = run(text, gen, **V4)
+    assert (msg.content, calls(msg)) == ("Checking.\nDone.", [("a", {"x": 1}), ("b", {})])
+
+
+@GENS
+def test_missing_block_close_keeps_complete_invokes(gen: int) -> None:
+    text = dsml([("a", [("q", "1", True)]), ("b", [])], close=False)
+    msg = run(text, gen, **V4)
+    assert (msg.content, calls(msg)) == (None, [("a", {"q": "1"}), ("b", {})])
+
+
+def test_truncated_invoke_v1_content_v2_closed() -> None:
+    head = dsml([("a", [("q", "1", True)])], close=False)
+    tail = f'<{BAR}DSML{BAR}invoke name="b">\n<{BAR}DSML{BAR}parameter name="x" string="true">tru'
+    v1 = run(head + tail, 1, **V4, finish_reason="length")
+    assert (calls(v1), v1.content) == ([("a", {"q": "1"})], tail)
+    v2 = run(head + tail, 2, **V4, finish_reason="length")
+    assert calls(v2) == [("a", {"q": "1"}), ("b", {"x": "tru"})]
+
+
+@GENS
+def test_malformed_block_is_content(gen: int) -> None:
+    text = f"<{BAR}DSML{BAR}tool_calls>\nno invoke here\n</{BAR}DSML{BAR}tool_calls> end"
+    msg = run("r</think>" + text, gen, **V4)
+    assert (msg.content, msg.tool_calls) == (text, [])
+
+
+@GENS
+def test_thinking_mode_chat_disables_reasoning(gen: int) -> None:
+    text = "Plain answer." + dsml([("f", [])])
+    msg = run(text, gen, request={"chat_template_kwargs": {"thinking_mode": "chat"}}, **V4)
+    assert (msg.reasoning_content, msg.content, calls(msg)) == (None, "Plain answer.", [("f", {})])
+
+
+def test_v41_spaced_tags_v2_only() -> None:
+    text = "Answer. " + dsml([("get_weather", [("location", "Paris", True)])], v41=True)
+    msg = run(text, 2, **V41)
+    assert (msg.content, calls(msg)) == ("Answer.", [("get_weather", {"location": "Paris"})])
+    assert parse(text, **V41).route == "parser_v2"  # family default
+    with pytest.raises(ConfigError, match="generation"):
+        parse(text, generation=1, **V41)
+
+
+def test_v41_prefill_open_and_closed() -> None:
+    call = dsml([("f", [("n", "7", False)])], v41=True)
+    on = run("Reason.</think>Sure." + call, 2, prompt="<｜Assistant｜><think>", **V41)
+    assert (on.reasoning_content, on.content, calls(on)) == ("Reason.", "Sure.", [("f", {"n": 7})])
+    off = run("<think>literal</think> text", 2, prompt="<｜Assistant｜></think>", **V41)
+    # a prompt ending in </think> means reasoning is off: markers removed, text kept (V2)
+    assert (off.reasoning_content, off.content) == (None, "literal text")
+
+
+def test_v41_batch_leading_close_means_reasoning_before() -> None:
+    text = "Hmm, weather.</think>Here: " + dsml([("f", [])], v41=True)
+    batch = parse(text, **V41)
+    assert (batch.reasoning_content, batch.content, calls(batch)) == (
+        "Hmm, weather.",
+        "Here:",
+        [("f", {})],
+    )
+    # streaming cannot know in advance (documented): the early text went out as content
+    streamed = stream([text], **V41)
+    assert streamed.reasoning_content is None
+    # a quoted closer does not count
+    quoted = parse('He typed "</think>" here', **V41)
+    assert (quoted.content, quoted.reasoning_content) == ('He typed "</think>" here', None)
+
+
+def test_v41_starts_in_response_without_prefill() -> None:
+    msg = run("Just text.", 2, **V41)
+    assert (msg.content, msg.reasoning_content) == ("Just text.", None)
