@@ -5,6 +5,8 @@ Runs over every family's samples (tests/parsers/parser_samples) in each of its g
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -47,9 +49,7 @@ def test_expected_call_count(case: tuple[Sample, int]) -> None:
 def test_random_multiway_splits_equal_batch(case: tuple[Sample, int], data: st.DataObject) -> None:
     sample, gen = case
     text = sample.text
-    cuts = sorted(
-        set(data.draw(st.lists(st.integers(0, len(text)), max_size=12), label="cuts"))
-    )
+    cuts = sorted(set(data.draw(st.lists(st.integers(0, len(text)), max_size=12), label="cuts")))
     bounds = [0, *cuts, len(text)]
-    chunks = [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    chunks = [text[a:b] for a, b in itertools.pairwise(bounds)]
     assert sample.streamed(chunks, gen) == sample.batch(gen)

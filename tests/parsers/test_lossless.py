@@ -7,6 +7,7 @@ content/reasoning/calls known piece by piece, and checks the batch and a random 
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -105,7 +106,7 @@ def test_lossless_interleavings(case: tuple[Lossless, int], data: st.DataObject)
     assert [(c.name, json.loads(c.arguments)) for c in batch.tool_calls] == calls
     cuts = sorted(set(data.draw(st.lists(st.integers(0, len(text)), max_size=10), label="cuts")))
     bounds = [0, *cuts, len(text)]
-    chunks = [text[a:b] for a, b in zip(bounds, bounds[1:], strict=False)]
+    chunks = [text[a:b] for a, b in itertools.pairwise(bounds)]
     streamed = stream(chunks, **kw)
     assert (streamed.content, streamed.reasoning_content) == (
         batch.content,

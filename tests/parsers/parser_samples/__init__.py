@@ -1,9 +1,10 @@
 """Registry of per-family sample outputs for the shared property tests.
 
 Every module in this package (one per family, e.g. `qwen3.py`, `kimi_k2.py`) exports
-`SAMPLES: list[Sample]`, `OPENERS: list[Opener]` and `LOSSLESS: list[Lossless]`. The shared tests (test_chunking.py,
-test_lossless.py, test_quoted.py, test_v1_v2_differ.py) iterate over all of them, so adding a
-family's samples here is all it takes to put it under those properties.
+`SAMPLES: list[Sample]`, `OPENERS: list[Opener]` and `LOSSLESS: list[Lossless]`. The shared
+tests (test_chunking.py, test_lossless.py, test_quoted.py, test_v1_v2_differ.py) iterate over
+all of them, so adding a family's samples here is all it takes to put it under those
+properties.
 """
 
 from __future__ import annotations
