@@ -25,8 +25,11 @@ every family).
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from parsers.families.base import (
     CallArgs,
@@ -55,6 +58,7 @@ _ARG_STOPS = (CALL_END, *_BOUNDARIES)
 _SECTION_STOPS = (CALL_BEGIN, *SECTION_ENDS, *SECTION_BEGINS)
 _LONGEST = max(len(m) for m in (*_HEADER_STOPS, *_SECTION_STOPS))
 _ID_RE = re.compile(r"(?P<name>\S+?):(?P<index>\d+)")
+_COUNTER_RE = re.compile(r"[0-9]+")
 _FUNCTIONS_PREFIX = "functions."
 _WS = " \t\r\n"
 
@@ -94,6 +98,8 @@ class _Call:
     or from the boundary marker on, or from the offending marker on when the header failed).
     """
 
+    ctx: CallContext = field(default_factory=CallContext)
+    ids: set[str] = field(default_factory=set)  # ids already used in this region
     raw: str = CALL_BEGIN  # the call's markup as written, for V1 (returned as content)
     events: list[Event] = field(default_factory=list)
     failed: bool = False  # malformed header: nothing was emitted, `raw` is content
@@ -109,6 +115,9 @@ class _Call:
     _reader: JsonValueReader = field(default_factory=JsonValueReader)
     _bad_at: int | None = None  # offset in the argument text where the JSON went wrong
     _raw_mode: bool = False  # after a JSON error: look for the end marker verbatim
+    # A bare counter id (`0`, no name): the name is inferred from the declared tools once the
+    # arguments are complete, so the call goes out whole at its end.
+    _counter_id: str | None = None
 
     def feed(self, text: str, final: bool = False) -> str | None:
         text = self._buf + text
@@ -135,14 +144,20 @@ class _Call:
                 start = i + 1
                 continue
             parsed = parse_call_id(text[:i]) if marker == ARG_BEGIN else None
-            if parsed is None:
+            counter = text[:i].strip(_WS)
+            if parsed is None and not (
+                marker == ARG_BEGIN and _COUNTER_RE.fullmatch(counter) and self.ctx.schemas
+            ):
                 self.raw += text[:i]
                 self.failed = self.ended = True
                 return text[i:]
-            call_id, name = parsed
             self.raw += text[: i + len(ARG_BEGIN)]
             self._named = True
-            self.events.append(CallBegin(name, call_id))
+            if parsed is None:
+                self._counter_id = counter
+            else:
+                call_id, name = parsed
+                self.events.append(CallBegin(name, _unique(call_id, self.ids)))
             return self._arguments(text[i + len(ARG_BEGIN) :], final)
 
     # -- arguments --
@@ -230,7 +245,8 @@ class _Call:
     def _send(self, fragment: str) -> None:
         if fragment:
             self._sent.append(fragment)
-            self.events.append(CallArgs(fragment))
+            if self._counter_id is None:
+                self.events.append(CallArgs(fragment))
 
     def _end(self, text: str, i: int, marker: str) -> str:
         if marker == CALL_END:
@@ -243,6 +259,9 @@ class _Call:
     def _close(self, *, terminated: bool) -> None:
         """The call is over: at its end marker, or cut off (boundary marker, end of output)."""
         self.ended = True
+        if self._counter_id is not None:
+            self._close_counter(terminated)
+            return
         reader = self._reader
         if not self._started:
             self._send("{}")
@@ -278,17 +297,79 @@ class _Call:
             return
         self.events.append(CallEnd(False, self.raw))
 
+    def _close_counter(self, terminated: bool) -> None:
+        """A call with a bare counter id: infer its name, then send it whole (or fail)."""
+        assert self._counter_id is not None
+        reader = self._reader
+        value: Any = None
+        if not self._started:
+            args, value = "{}", {}
+        else:
+            if self._bad_at is None and not reader.done:
+                last = reader.end()
+                if reader.done:
+                    self._sent.append(last)
+            if reader.done and self._bad_at is None:
+                args = "".join(self._sent)
+                value = json.loads(args)
+            else:
+                args = "".join(self._args).rstrip(_WS)  # nothing went out yet: as written
+        name = _infer_tool(self.ctx, value) if (terminated or value is not None) else None
+        if name is None:
+            self.failed = True  # not a call we can name: its text is content
+            return
+        call_id = _unique(self._counter_id, self.ids)
+        self.events += [CallBegin(name, call_id), CallArgs(args), CallEnd(True, self.raw)]
+
+
+def _unique(call_id: str, ids: set[str]) -> str:
+    """Ids are unique within a response: a repeated one gets the next free index."""
+    if call_id in ids:
+        base = call_id.rpartition(":")[0] or call_id
+        k = 0
+        while f"{base}:{k}" in ids:
+            k += 1
+        call_id = f"{base}:{k}"
+    ids.add(call_id)
+    return call_id
+
+
+def _infer_tool(ctx: CallContext, value: Any) -> str | None:
+    """The declared tool a nameless call is for: the only tool, or the only one whose
+    parameters admit the argument keys (all keys declared, all required keys given)."""
+    if len(ctx.schemas) == 1:
+        return next(iter(ctx.schemas))
+    if not isinstance(value, dict):
+        return None
+    keys = set(value)
+    fits = []
+    for name, params in ctx.schemas.items():
+        props = params.get("properties") if isinstance(params, Mapping) else None
+        required = params.get("required") if isinstance(params, Mapping) else None
+        declared = set(props) if isinstance(props, Mapping) else set()
+        needed = (
+            {r for r in required if isinstance(r, str)} if isinstance(required, list) else set()
+        )
+        if keys <= declared and needed <= keys:
+            fits.append(name)
+    return fits[0] if len(fits) == 1 else None
+
 
 class _Scanner(CallScanner):
     """A call region: a section (many calls, until its end marker) or one bare call."""
 
-    def __init__(self, start: str) -> None:
+    def __init__(self, start: str, ctx: CallContext) -> None:
+        self._ctx = ctx
+        self._ids: set[str] = set()
         self._section = start != CALL_BEGIN
-        self._call: _Call | None = None if self._section else _Call()
+        self._call: _Call | None = None if self._section else self._new_call()
         self._buf = ""
         self._run_started = False  # the current run of section text has non-blank text
         self._blanks = ""  # trailing blanks of that run: layout if a marker follows
         self._emitted = False
+
+    def _new_call(self) -> _Call:
+        return _Call(ctx=self._ctx, ids=self._ids)
 
     def feed(self, text: str) -> ScanResult:
         return self._scan(text, final=False)
@@ -345,7 +426,7 @@ class _Scanner(CallScanner):
             self._run_end()
             i = j + len(marker)
             if marker == CALL_BEGIN:
-                self._call = _Call()
+                self._call = self._new_call()
                 return False, buf[i:]
             if marker in SECTION_ENDS:
                 return True, buf[i:]
@@ -392,7 +473,7 @@ class KimiK2Grammar(ToolGrammar):
         return (CALL_END,) if start == CALL_BEGIN else SECTION_ENDS
 
     def scanner(self, start: str, ctx: CallContext) -> CallScanner:
-        return _Scanner(start)
+        return _Scanner(start, ctx)
 
 
 TOOL_GRAMMARS = {"kimi_k2": KimiK2Grammar()}

@@ -362,3 +362,58 @@ def test_reasoning_parser_alone_ends_reasoning_at_the_tool_section(
     section = SB + call("functions.read:0", "{'filePath':'file.txt'}") + SE
     msg = run(head + section, gen, tool_parser=None, reasoning_parser=R)
     assert (msg.reasoning_content, msg.content, msg.tool_calls) == (reasoning, section, [])
+
+
+def _tool(name: str, *props: str, required: tuple[str, ...] = ()) -> dict[str, Any]:
+    params = {"type": "object", "properties": {p: {"type": "string"} for p in props}}
+    if required:
+        params["required"] = list(required)
+    return {"type": "function", "function": {"name": name, "parameters": params}}
+
+
+WEATHER = _tool("get_weather", "city", "unit")
+READ_FILE = _tool("read_file", "path")
+BOOK_FLIGHT = _tool("book_flight", "city")
+
+
+@pytest.mark.parametrize("gen", GENS)
+@pytest.mark.parametrize(
+    ("tools", "args", "expected"),
+    [
+        ([WEATHER], '{"city": "Tokyo", "unit": "celsius"}', '{"city":"Tokyo","unit":"celsius"}'),
+        ([WEATHER], '{"city": "Tokyo"', '{"city": "Tokyo"'),  # one tool: even unparsable
+        ([READ_FILE, WEATHER], '{"city": "Tokyo", "unit": "c"}', '{"city":"Tokyo","unit":"c"}'),
+    ],
+)
+def test_bare_counter_id_takes_the_name_from_the_declared_tools(
+    gen: int, tools: list[dict[str, Any]], args: str, expected: str
+) -> None:
+    text = "Let me check." + SB + call("0 ", args) + SE
+    msg = run(text, gen, tools=tools)
+    assert [(c.id, c.name, c.arguments) for c in msg.tool_calls] == [("0", "get_weather", expected)]
+    assert msg.content == "Let me check."
+
+
+@pytest.mark.parametrize("gen", GENS)
+@pytest.mark.parametrize(
+    ("tools", "args"),
+    [
+        ([WEATHER, BOOK_FLIGHT], '{"city": "Tokyo"}'),  # ambiguous
+        ([WEATHER, BOOK_FLIGHT], '{"city": "Tokyo"'),  # no arguments to infer from
+        ([], '{"city": "Tokyo"}'),  # nothing declared
+    ],
+)
+def test_bare_counter_id_that_names_no_single_tool_is_not_a_call(
+    gen: int, tools: list[dict[str, Any]], args: str
+) -> None:
+    bad = call("0", args)
+    msg = run("Check." + SB + bad + SE, gen, tools=tools or None)
+    assert msg.tool_calls == []
+    assert msg.content == ("Check." + SB + bad + SE if gen == 1 else "Check." + bad)
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_repeated_ids_are_made_unique(gen: int) -> None:
+    text = SB + call("functions.f:0", "{}") + call("functions.f:0", "{}") + SE
+    msg = run(text, gen)
+    assert [c.id for c in msg.tool_calls] == ["functions.f:0", "functions.f:1"]

@@ -110,6 +110,25 @@ SAMPLES: list[Sample] = [
         SB + call("functions.f:0", "{invalid json here}") + SE + "after",
         T,
     ),
+    Sample(
+        "kimi_k2-bare-counter-id-named-by-tools",
+        "Let me check." + SB + call("0", '{"city": "Tokyo", "unit": "celsius"}') + SE,
+        T,
+        tools=(
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "parameters": {"type": "object", "properties": {"city": {}, "unit": {}}},
+                },
+            },
+            {
+                "type": "function",
+                "function": {"name": "read_file", "parameters": {"properties": {"path": {}}}},
+            },
+        ),
+        calls=1,
+    ),
     Sample("kimi_k2-thinking-off", "<think>hm</think>Answer: 42", T, R, thinking=False),
     Sample("kimi_k2-prefix-only", "<|tool_calls_sec", T, R),
 ]
