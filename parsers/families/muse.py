@@ -177,30 +177,12 @@ class MuseMachine(FamilyMachine):
 
     def feed(self, text: str) -> list[Event]:
         out: list[Event] = []
-        if self._guided_pending:
-            self._buf += text
-            stripped = self._buf.lstrip()
-            if not stripped:
-                return out
-            self._guided_pending = False
-            if stripped[0] in "[{":
-                self._guided = GuidedScanner(self._named)
-                self._mode = "guided"
-            text, self._buf = self._buf, ""
-        if self._mode == "guided":
-            return self._guided_feed(text, out)
         self._buf += text
         self._run(out, final=False)
         return out
 
     def finish(self, reason: str = "stop") -> list[Event]:
         out: list[Event] = []
-        if self._guided_pending:
-            self._guided_pending = False
-        if self._mode == "guided":
-            assert self._guided is not None
-            res = self._guided.finish()
-            return self._guided_result(res, out, final=True)
         self._run(out, final=True)
         if self._mode == "header":
             self._release_ws(out, drop=False)
@@ -216,23 +198,24 @@ class MuseMachine(FamilyMachine):
 
     # -- guided JSON of a forced tool choice --------------------------------------------------
 
-    def _guided_feed(self, text: str, out: list[Event]) -> list[Event]:
-        assert self._guided is not None
-        return self._guided_result(self._guided.feed(text), out, final=False)
-
-    def _guided_result(self, res: ScanResult, out: list[Event], final: bool) -> list[Event]:
+    def _guided_step(self, out: list[Event], final: bool) -> bool:
+        guided = self._guided
+        assert guided is not None
+        data, self._buf = self._buf, ""
+        res = guided.feed(data) if data else ScanResult([])
+        if res.status == "more" and final:
+            end = guided.finish()
+            res = ScanResult(res.events + end.events, end.status, end.rest)
         out.extend(res.events)
         if res.status == "more":
-            return out
-        # Not guided JSON after all ("reject"), or the JSON is over ("done"): the rest is
-        # ordinary Muse output.
+            return False
         self._guided = None
-        self._mode = "boundary"
         self._buf = res.rest
-        self._run(out, final=final)
-        if final:
-            out.extend(self.finish())
-        return out
+        if res.status == "reject":  # not guided JSON after all: ordinary headerless text
+            self._open_body(None, out)
+        else:  # the JSON is over: whatever follows is ordinary Muse output
+            self._mode = "boundary"
+        return True
 
     # -- framing -------------------------------------------------------------------------------
 
@@ -247,6 +230,9 @@ class MuseMachine(FamilyMachine):
             elif self._mode == "body":
                 if not self._body_step(out, final):
                     return
+            elif self._mode == "guided":
+                if not self._guided_step(out, final):
+                    return
             else:
                 return
 
@@ -258,6 +244,13 @@ class MuseMachine(FamilyMachine):
         rest = buf[i:]
         if not rest:
             return False
+        if self._guided_pending and rest[0] in "[{":
+            # A forced tool choice's guided JSON (at the start, or after reasoning)
+            self._guided_pending = False
+            self._guided = GuidedScanner(self._named)
+            self._mode = "guided"
+            self._buf = rest
+            return True
         if rest.startswith(START):
             self._buf = rest[len(START) :]  # blank layout between messages is dropped
             self._mode = "header"
@@ -322,6 +315,8 @@ class MuseMachine(FamilyMachine):
             self._kind = "tool"
             self._atem = AtemScanner()
         self._release_ws(out, drop=self._kind == "tool")
+        if self._kind != "reasoning":
+            self._guided_pending = False  # the answer started: no guided JSON from here on
         self._mode = "body"
         self._quotes.reset()
         self._prev = ""

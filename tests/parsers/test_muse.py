@@ -335,6 +335,18 @@ def test_forced_choice_accepts_guided_json(text: str, choice: Any) -> None:
     assert msg.finish_reason == "tool_calls"
 
 
+def test_forced_choice_guided_json_after_reasoning() -> None:
+    text = ' to=self<|message|>Oslo it is.<|eom|>[{"name": "get_weather", "parameters": {}}]'
+    msg = run(text, tools=WEATHER, tool_choice="required")
+    assert msg.reasoning_content == "Oslo it is."
+    assert (msg.content, calls(msg)) == (None, [("get_weather", {})])
+
+
+def test_forced_choice_not_json_is_text() -> None:
+    msg = run("[not json", tools=WEATHER, tool_choice="required")
+    assert (msg.content, msg.tool_calls, msg.finish_reason) == ("[not json", [], "stop")
+
+
 def test_forced_choice_accepts_native_markup() -> None:
     msg = run(SPEC, tools=WEATHER, tool_choice="required")
     assert calls(msg) == [("get_weather", {"location": "Paris"})]

@@ -78,6 +78,16 @@ SAMPLES: list[Sample] = [
         generations=V2,
     ),
     Sample(
+        "muse-guided-json-after-reasoning",
+        ' to=self<|message|>Oslo.<|eom|>[{"name": "get_weather", "arguments": {"city": "Oslo"}}]',
+        M,
+        M,
+        generations=V2,
+        tools=WEATHER,
+        tool_choice="required",
+        calls=1,
+    ),
+    Sample(
         "muse-prefilled-self",
         "Plan.<|eom|><|start|>assistant to=user<|message|>Done.<|eot|>",
         M,
