@@ -98,6 +98,7 @@ def test_call_start_ends_unclosed_reasoning(gen: int) -> None:
         ("<|channel>thoughtful<channel|>answer", "thoughtful", "answer"),  # not the label
         ("<|channel>thought\nunclosed to the end", "unclosed to the end", None),
         ("Intro. <|channel>thought\nmid<channel|> outro", "mid", "Intro.  outro"),
+        ("<|channel>thought\nA<channel|><|channel>thought\nB<channel|>x", "AB", "x"),
         ("no markers at all", None, "no markers at all"),
         ("a stray close<channel|> stays", None, "a stray close<channel|> stays"),
     ],
