@@ -181,6 +181,18 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
     return [f"isolated: launcher {s.launcher}, timeout {s.timeout:g} s; parser mode: {mode}{only}"]
 
 
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    state = config.stash.get(_STATE, None)
+    if state is None or state.count == 0:
+        return
+    line = f"isolated: {state.count} tests in child processes ({state.settings.launcher})"
+    started = state.launchers.started if state.launchers is not None else []
+    if started:
+        warm = sum(info.started_in for info in started)
+        line += f"; {len(started)} fork servers started, warm-up {warm:.2f} s in total"
+    terminalreporter.write_line(line)
+
+
 @pytest.hookimpl(trylast=True)  # after @parametrize: the variant id comes last
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     where = f"@pytest.mark.isolated on {metafunc.definition.nodeid}"
