@@ -9,6 +9,7 @@ from pathlib import Path
 import isolation_probe  # imported by each child itself, under the child's environment
 import pytest
 
+from buildtool.isolation import PARSER_MODES
 from buildtool.isolation.environ import ALLOWED_NAMES, ALLOWED_PREFIXES, MODE_VARIABLES
 
 pytest_plugins = ["pytester"]
@@ -16,11 +17,7 @@ pytest_plugins = ["pytester"]
 pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestAssertRewriteWarning")
 
 # v1 -> v2 and v2 -> v1 both occur, in one run, each in a fresh child.
-ORDERED = {
-    "v1": {"DYN_PARSER_VERSION": "1"},
-    "v2": {"DYN_PARSER_VERSION": "2"},
-    "v1-again": {"DYN_PARSER_VERSION": "1"},
-}
+ORDERED = {"v1": PARSER_MODES["v1"], "v2": PARSER_MODES["v2"], "v1-again": PARSER_MODES["v1"]}
 
 
 @pytest.mark.isolated(envs=ORDERED)
@@ -52,7 +49,7 @@ def test_child_environment_is_the_allowlist_plus_env() -> None:
         ), name
 
 
-@pytest.mark.isolated(env={"DYN_PARSER_VERSION": "2"})
+@pytest.mark.isolated(env=PARSER_MODES["v2"])
 def test_the_server_never_imported_project_modules() -> None:
     # This module imports no parsers/sidecar code, so a loaded one came from the fork server.
     project = [m for m in sys.modules if m.split(".")[0] in ("parsers", "sidecar")]
