@@ -65,6 +65,43 @@ class Layout:
     rules: InputRules
 
 
+@dataclass(frozen=True)
+class CopyView:
+    """The local copy as the last sync left it."""
+
+    entries: tuple[Entry, ...]  # its files at input paths, old or new; the rest is output
+    drifted: bool  # it no longer matches the stamp: rebuild everything
+    wipe: bool  # unknown which files are stale inputs: start the copy afresh
+
+
+def view_copy(
+    where: Layout, old: Stamp | StampProblem, new_paths: list[bytes], jobs: int
+) -> CopyView:
+    """Tell stale inputs from build outputs in the copy by the stamp's path list."""
+    old_paths = read_paths(where.state, old.paths_hash) if isinstance(old, Stamp) else None
+    if old_paths is None or not isinstance(old, Stamp) or not os.path.isdir(where.build_dir):
+        return CopyView((), drifted=isinstance(old, Stamp), wipe=True)
+    found = scan(where.build_dir, where.rules, jobs)
+    known = set(old_paths).union(new_paths)
+    entries = tuple(e for e in found.entries if e.path in known)
+    previous = set(old_paths)
+    drifted = inputs_digest([e for e in entries if e.path in previous]) != old.digest
+    return CopyView(entries, drifted, wipe=False)
+
+
+def newest_artifact(where: Layout, config: CacheConfig, paths: list[bytes]) -> float | None:
+    """Newest output mtime: the cache folder, extra artifact folders, and in local mode
+    everything in the copy that is not an input."""
+    roots = [where.cache, *config.artifact_dirs]
+    newest = newest_mtime(roots, skip=frozenset({where.state}))
+    if config.local and os.path.isdir(where.build_dir):
+        inputs = {os.path.join(where.build_dir, p) for p in paths}
+        in_copy = newest_mtime([where.build_dir], ignore=inputs.__contains__)
+        if in_copy is not None and (newest is None or in_copy > newest):
+            newest = in_copy
+    return newest
+
+
 def layout(config: CacheConfig, create: bool) -> Layout:
     ws, cache = config.workspace, config.cache
     if not os.path.isdir(ws):
@@ -164,23 +201,22 @@ class CacheSession:
         digest = inputs_digest(entries)
         paths = [e.path for e in entries]
         copy_entries = entries
+        self._mark_building()  # from here on the cache (and the local copy) may change
         if config.local:
+            view = view_copy(where, old, paths, config.jobs)
+            interrupted = interrupted or view.drifted
+            if view.wipe:
+                clear(where.build_dir, keep=None)
             os.makedirs(where.build_dir, exist_ok=True)
-            before = self._scan(where.build_dir)
-            # a copy that drifted from the stamp (edited, half-synced) cannot be trusted
-            if isinstance(old, Stamp) and inputs_digest(before.entries) != old.digest:
-                interrupted = True
-            written = set(sync(where.workspace, entries, where.build_dir, before.entries))
-            by_path = {e.path: e for e in before.entries}
-            # entries of the copy: fresh writes count as misaligned (marked misaligned)
+            written = set(sync(where.workspace, entries, where.build_dir, view.entries))
+            by_path = {e.path: e for e in view.entries}
             copy_entries = tuple(
                 by_path[e.path] if e.path not in written else _fresh(e) for e in entries
             )
         newest = None
         if not isinstance(old, Stamp) or old.digest != digest or interrupted:
-            newest = self._newest_artifact(paths)
+            newest = newest_artifact(where, config, paths)
         decision = decide(old, digest, self.now(), newest, interrupted=interrupted)
-        self._mark_building()
         cleaned: list[bytes] = []
         if decision.changed:
             paths_hash = path_list_hash(paths)
@@ -214,18 +250,6 @@ class CacheSession:
             return removed_paths(read_paths(self.where.state, old.paths_hash), paths)
         return True
 
-    def _newest_artifact(self, paths: list[bytes]) -> float | None:
-        where = self.where
-        roots = [where.cache, *self.config.artifact_dirs]
-        newest = newest_mtime(roots, skip=frozenset({where.state}))
-        if self.config.local and os.path.isdir(where.build_dir):
-            # in the copy, everything that is not an input is build output
-            inputs = {os.path.join(where.build_dir, p) for p in paths}
-            in_copy = newest_mtime([where.build_dir], ignore=inputs.__contains__)
-            if in_copy is not None and (newest is None or in_copy > newest):
-                newest = in_copy
-        return newest
-
     def _wait_until(self, stamp_time: int) -> None:
         ahead = stamp_time - self.now()
         if ahead > MAX_WAIT:
@@ -240,8 +264,8 @@ class CacheSession:
         try:
             fd = os.open(self.marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
             try:
+                # no fsync: a kill keeps it (page cache); only a power loss could drop it
                 os.write(fd, f"{os.getpid()}\n".encode())
-                os.fsync(fd)
             finally:
                 os.close(fd)
         except OSError as exc:
@@ -281,16 +305,12 @@ def dry_run(config: CacheConfig, now: Callable[[], float] = time.time) -> tuple[
     interrupted = not busy and os.path.lexists(os.path.join(where.state, MARKER_NAME))
     targets = found.entries
     if config.local:
-        targets = (
-            scan(where.build_dir, where.rules, config.jobs).entries
-            if os.path.isdir(where.build_dir)
-            else ()
-        )
-        if isinstance(old, Stamp) and inputs_digest(targets) != old.digest:
-            interrupted = True
+        view = view_copy(where, old, [e.path for e in found.entries], config.jobs)
+        interrupted = interrupted or view.drifted
+        targets = view.entries
     newest = None
     if not isinstance(old, Stamp) or old.digest != digest or interrupted:
-        newest = newest_mtime([where.cache, *config.artifact_dirs], skip=frozenset({where.state}))
+        newest = newest_artifact(where, config, [e.path for e in found.entries])
     decision = decide(old, digest, now(), newest, interrupted=interrupted)
     if config.local:
         current = {e.path: e for e in targets}

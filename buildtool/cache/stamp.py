@@ -103,8 +103,11 @@ def read_stamp(state_dir: bytes) -> Stamp | StampProblem:
     return parse_stamp(data)
 
 
-def write_atomic(directory: bytes, name: bytes, data: bytes) -> None:
-    """Temporary file in the same folder, fsync, rename, fsync the folder; no temp left."""
+def write_atomic(directory: bytes, name: bytes, data: bytes, durable: bool = True) -> None:
+    """Temporary file in the same folder, fsync, rename, fsync the folder; no temp left.
+
+    `durable=False` skips both fsyncs, for files whose loss after a crash is detected anyway.
+    """
     final = os.path.join(directory, name)
     temp = os.path.join(directory, name + TEMP_MARK + secrets.token_hex(6).encode())
     try:
@@ -113,7 +116,8 @@ def write_atomic(directory: bytes, name: bytes, data: bytes) -> None:
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]
-            os.fsync(fd)
+            if durable:
+                os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(temp, final)
@@ -121,6 +125,8 @@ def write_atomic(directory: bytes, name: bytes, data: bytes) -> None:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise CacheError(f"cannot write {show(final)}: {exc.strerror}") from exc
+    if not durable:
+        return
     dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(dfd)
@@ -142,7 +148,9 @@ def write_stamp(state_dir: bytes, stamp: Stamp) -> None:
 
 def write_paths(state_dir: bytes, paths: list[bytes], paths_hash: str) -> None:
     data = _PATHS_MAGIC + paths_hash.encode("ascii") + b"\n" + path_list_bytes(paths)
-    write_atomic(state_dir, PATHS_NAME, data)
+    # no fsync: the stamp written after it is fsynced (with its folder), and a path list lost
+    # in a crash no longer matches the stamp, which reads as "unknown", i.e. clear outputs
+    write_atomic(state_dir, PATHS_NAME, data, durable=False)
 
 
 def read_paths(state_dir: bytes, expected_hash: str) -> list[bytes] | None:

@@ -204,3 +204,40 @@ def test_lock_of_a_killed_holder_does_not_block(ws: Path, tmp_path: Path) -> Non
     holder.wait()
     done = run_helper(ws, tmp_path / "c", ["true"], "--lock-timeout", "5")
     assert "waiting" not in done.stderr
+
+
+BARE_IMAGE = """
+import sys, importlib.abc
+allowed = set(sys.stdlib_module_names) | {"buildtool", "blake3"} | set(sys.argv[1].split(","))
+class Bare(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] not in allowed:
+            raise ImportError(f"No module named {name!r} (bare image)")
+sys.meta_path.insert(0, Bare())
+from buildtool.cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+@pytest.mark.parametrize("extra", ["rich", ""])
+def test_runs_with_only_stdlib_and_blake3(ws: Path, tmp_path: Path, extra: str) -> None:
+    # inside an image build only the stdlib, blake3 and maybe rich are installed
+    args = ["cache-build", "--workspace", str(ws), "--cache", str(tmp_path / "c"), "--"]
+    done = subprocess.run(
+        [sys.executable, "-B", "-c", BARE_IMAGE, extra, *args, "sh", "-c", "echo built"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "built\n" and "2 inputs hashed" in done.stderr
+
+
+def test_missing_blake3_is_a_clear_error(ws: Path, tmp_path: Path) -> None:
+    code = BARE_IMAGE.replace('{"buildtool", "blake3"}', '{"buildtool"}')
+    args = ["cache-build", "--workspace", str(ws), "--cache", str(tmp_path / "c"), "--", "true"]
+    done = subprocess.run(
+        [sys.executable, "-B", "-c", code, "", *args], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert "the Python package 'blake3' is not installed" in done.stderr

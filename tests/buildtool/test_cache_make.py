@@ -1,4 +1,4 @@
-"""GNU make with an output folder shared by two checkouts: stale without the helper, fixed with it."""
+"""GNU make, output folder shared by two checkouts: stale without the helper, fixed with it."""
 
 from __future__ import annotations
 
