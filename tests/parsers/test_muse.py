@@ -308,6 +308,13 @@ def test_prefilled_self_header_starts_in_reasoning() -> None:
     assert (msg.reasoning_content, msg.content) == ("Plan.", "Done.")
 
 
+def test_json_response_format_means_no_tool_parsing() -> None:
+    body = invoke("f", a="1")
+    text = f" to=self<|message|>hm<|eom|><|start|>assistant to=f<|message|>{body}<|eot|>"
+    msg = run(text, request={"response_format": {"type": "json_object"}})
+    assert (msg.reasoning_content, msg.content, msg.tool_calls) == ("hm", body, [])
+
+
 def test_tool_choice_none_drops_calls() -> None:
     msg = run(SPEC, tools=WEATHER, tool_choice="none")
     assert (msg.tool_calls, msg.finish_reason) == ([], "stop")
