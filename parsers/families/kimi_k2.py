@@ -108,6 +108,7 @@ class _Call:
     _buf: str = ""  # undecided text (the header, or a possible cut marker)
     _hscan: int = 0  # where the header scan resumes in _buf
     _args: list[str] = field(default_factory=list)  # argument text fed to the reader
+    _args_len: int = 0
     _started: bool = False  # a non-blank argument character was seen
     _sent: list[str] = field(default_factory=list)  # argument fragments emitted
     _in_string: bool = False
@@ -164,31 +165,34 @@ class _Call:
 
     def _arguments(self, text: str, final: bool) -> str | None:
         n = len(text)
-        i = 0
-        fed = 0  # text[:fed] has gone to the reader (or the raw tail)
+        i = fed = 0  # text[:fed] is taken (argument text)
         while i < n:
             c = text[i]
-            if self._raw_mode or not self._in_string:
-                if c == "<":
-                    marker = _marker_at(text, i, _ARG_STOPS, final)
-                    if marker is None:
-                        self._take(text[fed:i])
-                        self._buf = text[i:]
-                        return None
-                    if marker:
-                        self._take(text[fed:i])
-                        return self._end(text, i, marker)
-                elif c == '"' and not self._raw_mode:
-                    self._in_string = True
+            if c != "<":
+                if not self._raw_mode:
+                    if self._escape:
+                        self._escape = False
+                    elif self._in_string and c == "\\":
+                        self._escape = True
+                    elif c == '"':
+                        self._in_string = not self._in_string
                 i += 1
                 continue
-            if self._escape:
-                self._escape = False
-            elif c == "\\":
-                self._escape = True
-            elif c == '"':
-                self._in_string = False
-            elif c == "<" and text.startswith(CALL_END, i):
+            # Decide only once the reader has seen everything before this `<`: a JSON error
+            # earlier switches to the verbatim scan from the error on (chunking-independent).
+            bad = self._take(text[fed:i])
+            if bad is not None:
+                i = fed = fed + bad
+                continue
+            fed = i
+            if self._raw_mode or not self._in_string:
+                marker = _marker_at(text, i, _ARG_STOPS, final)
+                if marker is None:
+                    self._buf = text[i:]
+                    return None
+                if marker:
+                    return self._end(text, i, marker)
+            elif text.startswith(CALL_END, i):
                 # A look-alike inside a string, unless only another call, a section marker
                 # or the end of output follows it (then the string was cut off).
                 j = i + len(CALL_END)
@@ -196,51 +200,63 @@ class _Call:
                     j += 1
                 after = _marker_at(text, j, _BOUNDARIES, final) if j < n else ""
                 if (j == n and not final) or after is None:
-                    self._take(text[fed:i])
                     self._buf = text[i:]
                     return None
                 if j == n or after:
-                    self._take(text[fed:i])
                     return self._end(text, i, CALL_END)
-            elif c == "<" and not final and CALL_END.startswith(text[i : i + len(CALL_END)]):
-                self._take(text[fed:i])
+            elif not final and CALL_END.startswith(text[i : i + len(CALL_END)]):
                 self._buf = text[i:]
                 return None
             i += 1
-        self._take(text[fed:])
+        bad = self._take(text[fed:])
+        if bad is not None:
+            return self._arguments(text[fed + bad :], final)  # the rest, verbatim scan
         if final:
             self._close(terminated=False)
             return ""
         return None
 
-    def _take(self, text: str) -> None:
-        """Argument text: to the reader while the JSON holds, else kept for the raw tail."""
-        if not text:
-            return
-        self.raw += text
-        if not self._started:
-            stripped = text.lstrip(_WS)
-            if not stripped:
-                return
-            text, self._started = stripped, True
-        offset = sum(len(part) for part in self._args)
+    def _append(self, text: str) -> None:
         self._args.append(text)
+        self._args_len += len(text)
+        self.raw += text
+
+    def _take(self, text: str) -> int | None:
+        """Feed argument text to the reader while the JSON holds. Returns None, or the offset in
+        `text` where the JSON went wrong (only the text before it was taken)."""
+        if not text:
+            return None
+        lead = 0
+        if not self._started:
+            body = text.lstrip(_WS)
+            lead = len(text) - len(body)
+            self.raw += text[:lead]
+            if not body:
+                return None
+            text, self._started = body, True
         if self._bad_at is not None:
-            return
+            self._append(text)
+            return None
         reader = self._reader
+        pos = 0
+        if not reader.done:
+            out, pos = reader.feed(text)
+            self._send(out)
+            if reader.error is not None:
+                return lead + self._go_raw(text, pos)
         if reader.done:
-            if text.strip(_WS):  # more than whitespace after the value
-                self._bad_at = offset + len(text) - len(text.lstrip(_WS))
-                self._raw_mode = True
-            return
-        out, pos = reader.feed(text)
-        self._send(out)
-        if reader.error is not None:
-            self._bad_at = offset + pos
-            self._raw_mode = True
-        elif reader.done and text[pos:].strip(_WS):
-            self._bad_at = offset + pos + len(text[pos:]) - len(text[pos:].lstrip(_WS))
-            self._raw_mode = True
+            rest = text[pos:]
+            blank = len(rest) - len(rest.lstrip(_WS))
+            if blank < len(rest):  # more than whitespace after the value
+                return lead + self._go_raw(text, pos + blank)
+        self._append(text)
+        return None
+
+    def _go_raw(self, text: str, bad: int) -> int:
+        self._append(text[:bad])
+        self._bad_at = self._args_len
+        self._raw_mode = True
+        return bad
 
     def _send(self, fragment: str) -> None:
         if fragment:

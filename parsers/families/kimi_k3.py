@@ -27,6 +27,8 @@ one `json` channel whose text is the arguments, bytes kept. Attribute values dec
 and `&amp;`; a repeated attribute or argument key: the last wins (V2, which streams values as
 they arrive, writes both and JSON readers keep the last). A missing close (`argument`, `call`,
 `tools`) is implied by the next structural marker; end of output inside a call force-closes it.
+A call without a tool name, or an argument channel outside any call, is not a call: its text up
+to the call close is content, verbatim (and, like any tool marker, it ends reasoning).
 
 V1 (legacy jail) runs the same machine without quote awareness and jails each tools/call
 region: the region goes out when it closes, as parsed calls, or verbatim as content when no
@@ -79,6 +81,8 @@ _WS = " \t\r\n"
 
 State = Literal["top", "think", "response", "tools", "call", "value", "guided", "end"]
 _PROSE: frozenset[State] = frozenset({"top", "think", "response"})
+# Openers that start reasoning or a tool region in prose (quote-checked under V2).
+_REGION_OPENERS = frozenset({"think", "tools", "call", "argument", "json"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -388,7 +392,7 @@ class KimiK3Machine(FamilyMachine):
         quotes = self._quotes
         if quotes is None or self._state not in _PROSE or marker.kind != "open":
             return False
-        return marker.name in ("think", "tools", "call") and quotes.quoted(marker.raw[0])
+        return marker.name in _REGION_OPENERS and quotes.quoted(marker.raw[0])
 
     def _run_guided(self, data: str, pos: int, out: list[Event], final: bool) -> int:
         scanner = self._guided
@@ -525,7 +529,7 @@ class KimiK3Machine(FamilyMachine):
             self._end_call(out, complete=True)  # its close is implied by this marker
             state = self._state
         if state == "tools":
-            if kind == "open" and name == "call":
+            if kind == "open" and name in ("call", "argument", "json"):
                 self._consumed(mk.raw)
                 self._begin_call(mk, out, "tools")
                 return
@@ -558,7 +562,7 @@ class KimiK3Machine(FamilyMachine):
             if name == "response":
                 self._goto("response")
                 return
-            if name in ("tools", "call"):
+            if name in ("tools", "call", "argument", "json"):
                 if not self._v2:
                     self._jail = []
                     self._jail_raw = []
@@ -567,7 +571,7 @@ class KimiK3Machine(FamilyMachine):
                     self._goto("tools")
                 else:
                     self._begin_call(mk, out, "top")
-            return  # message, or stray argument/json openers: markup
+            return  # message: markup
         if name == state and state in ("think", "response"):
             self._goto("top")
         # else: a close without its open (the prompt opened it), or a stray one: markup
@@ -590,9 +594,10 @@ class KimiK3Machine(FamilyMachine):
     def _begin_call(self, mk: Marker, out: list[Event], ret: State) -> None:
         self._call_return = ret
         self._goto("call")
-        name = mk.attrs.get("tool", "")
+        name = mk.attrs.get("tool", "") if mk.name == "call" else ""
         if not name.strip():
-            self._bad = mk.raw  # no tool name: not a call; its text is content
+            # no tool name, or an argument outside any call: not a call; its text is content
+            self._bad = mk.raw
             return
         call_id = self._call_id(name, mk.attrs.get("index"))
         self._ncalls += 1

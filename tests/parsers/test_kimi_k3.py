@@ -365,3 +365,18 @@ def test_v2_streams_arguments_before_the_call_ends_v1_sends_it_whole() -> None:
     ]
     # V1: the tools region is jailed until it closes, then the whole call in one delta
     assert seen[1] == [(6, "search", '{"q":"rust programming","n":5}')]
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_orphan_argument_ends_reasoning_and_is_content(gen: int) -> None:
+    orphan = arg("unit", "string", "celsius") + cl("call")
+    msg = run("Choose the unit." + orphan + cl("tools"), gen)
+    assert (msg.reasoning_content, msg.content, msg.tool_calls) == ("Choose the unit.", orphan, [])
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_bare_call_without_tools_wrapper_ends_reasoning(gen: int) -> None:
+    text = "Call the calculator." + call("calc", 1, arg("x", "number", "5")) + END
+    msg = run(text, gen)
+    assert (msg.reasoning_content, msg.content) == ("Call the calculator.", None)
+    assert [(c.id, c.arguments) for c in msg.tool_calls] == [("calc:0", '{"x":5}')]

@@ -129,6 +129,14 @@ SAMPLES: list[Sample] = [
         ),
         calls=1,
     ),
+    Sample(
+        # JSON breaks before a quoted end-marker look-alike: every chunking must agree on
+        # where the verbatim scan starts
+        "kimi_k2-json-error-before-quoted-lookalike",
+        call("functions.f:0", 'bad id{"x": [1, {"y": "<|tool_call_end|>"}]}') + " after",
+        T,
+        R,
+    ),
     Sample("kimi_k2-thinking-off", "<think>hm</think>Answer: 42", T, R, thinking=False),
     Sample("kimi_k2-prefix-only", "<|tool_calls_sec", T, R),
 ]
