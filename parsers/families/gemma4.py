@@ -11,7 +11,8 @@ generations (the family rule of spec section 2 wins over the generic V2 marker s
 The marker machine (`parsers.machine.MarkerMachine`) does the splitting, hold-back, quote
 awareness and jail; this module adds the call scanner, the labelled opener
 (`<|channel>thought\n`, so the label is markup) and, for a prompt that prefilled
-`<|channel>thought`, the drop of the label's newline that then starts the output.
+`<|channel>thought` (or `<|channel>`), the drop of the rest of the label that then starts
+the output.
 """
 
 from __future__ import annotations
@@ -108,38 +109,61 @@ REASONING = ReasoningGrammar(
 )
 
 
-class PrefillNewline(FamilyMachine):
-    """A prompt ending `<|channel>thought` leaves the label's newline to the output: drop it.
+class PrefillLabel(FamilyMachine):
+    """Output that starts inside a prefilled channel may begin with the rest of its label.
 
-    Only the very first reasoning text is concerned, so the decision waits for at most one
-    character and depends on nothing but the text.
+    A prompt ending `<|channel>thought` leaves the label's newline to the output, one ending
+    `<|channel>` the whole `thought\n`: drop it from the first reasoning text. Only the start
+    of the output is concerned, and the decision depends on nothing but the text.
     """
+
+    _LABELS = (LABEL, "\n")
 
     def __init__(self, inner: FamilyMachine) -> None:
         self._inner = inner
-        self._pending = True
+        self._held: str | None = ""  # start of the first reasoning text; None once decided
 
     def feed(self, text: str) -> list[Event]:
-        return self._filter(self._inner.feed(text))
+        return self._filter(self._inner.feed(text), final=False)
 
     def finish(self, reason: str = "stop") -> list[Event]:
-        return self._filter(self._inner.finish(reason))
+        return self._filter(self._inner.finish(reason), final=True)
 
-    def _filter(self, events: list[Event]) -> list[Event]:
-        if not self._pending:
+    def _filter(self, events: list[Event], final: bool) -> list[Event]:
+        if self._held is None:
             return events
         out: list[Event] = []
-        for ev in events:
-            if self._pending and isinstance(ev, Text) and ev.text:
-                self._pending = False
-                if ev.channel == "reasoning" and ev.text.startswith("\n"):
-                    if len(ev.text) > 1:
-                        out.append(Text(ev.text[1:], "reasoning"))
-                    continue
-            elif self._pending and not isinstance(ev, Text):
-                self._pending = False
-            out.append(ev)
+        for i, ev in enumerate(events):
+            if isinstance(ev, Text) and not ev.text:
+                continue
+            if isinstance(ev, Text) and ev.channel == "reasoning":
+                self._held += ev.text
+                if self._decide(out, ended=False):
+                    out.extend(events[i + 1 :])
+                    return out
+                continue
+            self._decide(out, ended=True)
+            out.extend(events[i:])
+            return out
+        if final:
+            self._decide(out, ended=True)
         return out
+
+    def _decide(self, out: list[Event], ended: bool) -> bool:
+        held = self._held
+        if held is None:
+            return True
+        for label in self._LABELS:
+            if held.startswith(label):
+                held = held[len(label) :]
+                break
+        else:
+            if not ended and any(label.startswith(held) for label in self._LABELS):
+                return False  # may still become a label
+        self._held = None
+        if held:
+            out.append(Text(held, "reasoning"))
+        return True
 
 
 class Gemma4Grammar(ChannelGrammar):
@@ -155,7 +179,7 @@ class Gemma4Grammar(ChannelGrammar):
         inner = MarkerMachine(plan, generation, tool, reasoning, ctx)
         if reasoning is None or not plan.start_in_reasoning:
             return inner
-        return PrefillNewline(inner)
+        return PrefillLabel(inner)
 
 
 GEMMA4 = Gemma4Grammar()

@@ -115,6 +115,11 @@ def test_prefilled_prompt_starts_in_reasoning(gen: int) -> None:
     prompt = "<start_of_turn>user\nhi<end_of_turn>\n<start_of_turn>model\n<|channel>thought"
     msg = run("\nweighing it<channel|>The answer.", gen, reasoning_parser=G, prompt=prompt)
     assert (msg.reasoning_content, msg.content) == ("weighing it", "The answer.")
+    # the whole label when it came with the output; nothing else is dropped
+    msg = run("thought\nweighing<channel|>A.", gen, reasoning_parser=G, prompt=prompt)
+    assert (msg.reasoning_content, msg.content) == ("weighing", "A.")
+    msg = run("though<channel|>A.", gen, reasoning_parser=G, prompt=prompt)
+    assert (msg.reasoning_content, msg.content) == ("though", "A.")
 
 
 # --- the argument grammar ------------------------------------------------------------------
