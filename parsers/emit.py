@@ -36,6 +36,15 @@ class Emitter:
         self._in_call = False
 
     def push(self, events: list[Event]) -> list[Delta]:
+        if len(events) == 1 and type(events[0]) is Text:  # the common case: prose only
+            only = events[0]
+            if not only.text:
+                return []
+            if only.channel == "reasoning":
+                return [Delta(reasoning_content=only.text)]
+            return [Delta(content=only.text)]
+        if not events:
+            return []
         out: list[Delta] = []
         content: list[str] = []
         reasoning: list[str] = []

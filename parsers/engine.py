@@ -19,6 +19,8 @@ from parsers.machine import MarkerMachine
 from parsers.plan import ParsePlan
 from parsers.types import Delta
 
+_PIECE = 2048
+
 
 class PassThrough(FamilyMachine):
     """No parser: every character is content."""
@@ -64,9 +66,15 @@ class Engine:
     def feed(self, text: str) -> list[Delta]:
         if self._finished:
             raise RuntimeError("feed() after finish()")
-        if not text:
-            return []
-        return self._emitter.push(self._machine.feed(text))
+        if len(text) <= _PIECE:
+            return self._emitter.push(self._machine.feed(text)) if text else []
+        # A long text goes through in bounded pieces: a machine may copy "the rest of this
+        # chunk" once per marker, which must not make one huge chunk quadratic. Chunk
+        # invariance makes the result the same.
+        deltas: list[Delta] = []
+        for i in range(0, len(text), _PIECE):
+            deltas += self._emitter.push(self._machine.feed(text[i : i + _PIECE]))
+        return deltas
 
     def finish(self, reason: str = "stop") -> list[Delta]:
         if self._finished:

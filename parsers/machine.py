@@ -16,6 +16,7 @@ Both hold back only a possible marker prefix at a chunk edge and never re-scan t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import partial
 from typing import Literal
@@ -78,6 +79,12 @@ class MarkerMachine(FamilyMachine):
             "reasoning": MarkerSet((*closes, *starts, *ends)),
         }
         self._strip_reasoning = not reasoning_on
+        # Characters that may matter to the prose scan: marker starts, quote/code characters
+        # and blanks; a chunk without any of them is emitted as it is (fast path).
+        self._fast_re = {
+            mode: re.compile("[" + re.escape(ms.first_chars + "\"'`\n") + "]")
+            for mode, ms in self._markers.items()
+        }
         self._mode: Mode = "reasoning" if (reasoning_on and plan.start_in_reasoning) else "content"
         # Output that starts inside reasoning (forced or prefilled) may still begin with the
         # opener (Kimi K2.5 writes `<think>`): a leading opener (after blanks) is markup.
@@ -102,6 +109,22 @@ class MarkerMachine(FamilyMachine):
     # -- public --
 
     def feed(self, text: str) -> list[Event]:
+        mode = self._mode
+        if (
+            not self._buf
+            and (mode == "content" or mode == "reasoning")
+            and text
+            and text[-1] not in _WS  # trailing blanks may precede a call start
+            and not self._lead_opens.markers
+            and not self._after_call
+            and (self._answer_started or not self._forced or mode == "reasoning")
+            and not self._fast_re[mode].search(text)
+        ):
+            quotes = self._quotes
+            if quotes is None or not (quotes.sq_pending or quotes.ticks):
+                if quotes is not None:
+                    quotes.prev = text[-1]
+                return [Text(text, mode)]
         events: list[Event] = []
         data, self._buf = self._buf + text, ""
         self._run(data, events, final=False)

@@ -16,15 +16,33 @@ class MarkerSet:
     may become a marker when the next chunk arrives, everything before it is safe to emit.
     """
 
-    __slots__ = ("_prefixes", "_re", "markers", "maxlen")
+    __slots__ = ("_first_re", "_prefixes", "_re", "first_chars", "markers", "maxlen")
+
+    def __new__(cls, markers: Iterable[str]) -> MarkerSet:
+        # Marker sets are built per request from a few fixed tuples: share them.
+        key = tuple(sorted({m for m in markers if m}, key=lambda m: (-len(m), m)))
+        found = _CACHE.get(key)
+        if found is None:
+            found = super().__new__(cls)
+            found._setup(key)
+            _CACHE[key] = found
+        return found
 
     def __init__(self, markers: Iterable[str]) -> None:
-        uniq = sorted({m for m in markers if m}, key=len, reverse=True)
-        self.markers: tuple[str, ...] = tuple(uniq)
+        pass  # built in __new__ (shared instances are immutable)
+
+    def _setup(self, uniq: tuple[str, ...]) -> None:
+        self.markers: tuple[str, ...] = uniq
         self.maxlen = max((len(m) for m in uniq), default=0)
         self._prefixes = frozenset(m[:i] for m in uniq for i in range(1, len(m)))
         # Longest alternatives first, so a marker that extends another wins.
         self._re = re.compile("|".join(re.escape(m) for m in uniq)) if uniq else None
+        self.first_chars = "".join(sorted({m[0] for m in uniq}))
+        self._first_re = (
+            re.compile("[" + "".join(re.escape(c) for c in self.first_chars) + "]")
+            if uniq
+            else None
+        )
 
     def __bool__(self) -> bool:
         return bool(self.markers)
@@ -50,11 +68,15 @@ class MarkerSet:
         Returns len(text) when nothing needs to be held back.
         """
         n = len(text)
-        for i in range(max(start, n - self.maxlen + 1), n):
-            if text[i:] in self._prefixes:
-                return i
+        if self._first_re is None:
+            return n
+        for m in self._first_re.finditer(text, max(start, n - self.maxlen + 1)):
+            if text[m.start() :] in self._prefixes:
+                return m.start()
         return n
 
+
+_CACHE: dict[tuple[str, ...], MarkerSet] = {}
 
 _QUOTE_SPECIAL = re.compile(r"[\"'`\n]")
 
