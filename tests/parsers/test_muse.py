@@ -384,3 +384,13 @@ def test_framing_never_leaks_at_any_split() -> None:
         for f in framing:
             assert f not in (msg.content or "") and f not in (msg.reasoning_content or "")
         assert calls(msg) == [("get_weather", {"location": "Paris"})]
+
+
+def test_every_truncation_gives_valid_json_arguments() -> None:
+    """Output cut anywhere (length finish): calls that went out still have valid JSON."""
+    for k in range(len(SPEC) + 1):
+        msg = parse(SPEC[:k], tool_parser=M, reasoning_parser=M, finish_reason="length")
+        for call in msg.tool_calls:
+            args = json.loads(call.arguments)
+            assert set(args) <= {"location"}
+            assert "Paris".startswith(args.get("location", ""))  # streamed text is a prefix
