@@ -27,22 +27,31 @@ RUN groupadd --system --gid 10001 sidecar \
         --shell /usr/sbin/nologin sidecar
 WORKDIR /srv
 
-# ---- Builder base: build tools plus the workspace ---------------------------------------------
-FROM python-base AS builder-base
+# ---- Tools: what the helper tests and the builders need on top (pytest, setuptools) ------
+FROM python-base AS tools
 # No .pyc may land in the hashed workspace (their headers hold copy times).
 ENV PYTHONDONTWRITEBYTECODE=1
 RUN --mount=type=bind,source=wheelhouse,target=/wheelhouse \
     pip install --no-cache-dir --no-index --require-hashes --find-links /wheelhouse \
         -r /wheelhouse/build.txt
 WORKDIR /src
-COPY . /src/
 
 # ---- The cache helper's own regression tests (quick subset), before anything relies on it -----
-FROM builder-base AS helper-tests
-# -B and PYTHONDONTWRITEBYTECODE: no .pyc lands next to the sources the helper hashes.
-RUN python3 -B -m pytest -p no:cacheprovider -q -m "not slow and not docker" \
+# Only the helper's code and tests are copied here, so they re-run when those change, not on
+# every parser edit. -B: no .pyc next to the sources. The project is not installed in this stage,
+# so its pytest plugin (markers) is loaded by name.
+FROM tools AS helper-tests
+COPY pyproject.toml /src/
+COPY buildtool/ /src/buildtool/
+COPY tests/buildtool/ /src/tests/buildtool/
+RUN python3 -B -m pytest -p no:cacheprovider -p buildtool.isolation.plugin -q \
+        -m "not slow and not docker" \
         tests/buildtool/test_cache_decision.py tests/buildtool/test_cache_inputs.py \
  && touch /helper-tests.ok
+
+# ---- Builder base: the workspace --------------------------------------------------------------
+FROM tools AS builder-base
+COPY . /src/
 
 # ---- Builder stages: one per sidecar, ONE shared cache mount per architecture -----------------
 # Every builder runs through `buildtool cache-build`, which keeps its stamp on the mount: when the
@@ -56,7 +65,7 @@ ARG TARGETARCH
 COPY --from=helper-tests /helper-tests.ok /tmp/
 RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,target=/cache,sharing=locked \
     python3 -B -m buildtool cache-build --workspace /src --cache /cache/vllm \
-        --clean-on-removal /cache/vllm/build \
+        --exclude wheelhouse/ --clean-on-removal /cache/vllm/build \
         -- python3 -B -m buildtool.images.artifact --sidecar vllm \
         --build-dir /cache/vllm/build --dist-dir /cache/vllm/dist \
  && mkdir -p /out && cp -p /cache/vllm/dist/*.whl /out/
@@ -66,7 +75,7 @@ ARG TARGETARCH
 COPY --from=helper-tests /helper-tests.ok /tmp/
 RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,target=/cache,sharing=locked \
     python3 -B -m buildtool cache-build --workspace /src --cache /cache/sglang \
-        --clean-on-removal /cache/sglang/build \
+        --exclude wheelhouse/ --clean-on-removal /cache/sglang/build \
         -- python3 -B -m buildtool.images.artifact --sidecar sglang \
         --build-dir /cache/sglang/build --dist-dir /cache/sglang/dist \
  && mkdir -p /out && cp -p /cache/sglang/dist/*.whl /out/
@@ -76,7 +85,7 @@ ARG TARGETARCH
 COPY --from=helper-tests /helper-tests.ok /tmp/
 RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,target=/cache,sharing=locked \
     python3 -B -m buildtool cache-build --workspace /src --cache /cache/trtllm \
-        --clean-on-removal /cache/trtllm/build \
+        --exclude wheelhouse/ --clean-on-removal /cache/trtllm/build \
         -- python3 -B -m buildtool.images.artifact --sidecar trtllm \
         --build-dir /cache/trtllm/build --dist-dir /cache/trtllm/dist \
  && mkdir -p /out && cp -p /cache/trtllm/dist/*.whl /out/

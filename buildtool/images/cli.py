@@ -12,23 +12,15 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.console import Console
-from rich.table import Table
+from buildtool.images.targets import DEFAULT_BASE_IMAGE, DEFAULT_TAG, DEFAULT_TAG_PREFIX, TARGETS
 
-from buildtool.images import base, client, engine, job, wheelhouse
-from buildtool.images.build import BuildError, BuildOptions
-from buildtool.images.context import default_context_dir
-from buildtool.images.local import LocalBuildError
-from buildtool.images.targets import (
-    DEFAULT_BASE_IMAGE,
-    DEFAULT_TAG,
-    DEFAULT_TAG_PREFIX,
-    TARGETS,
-    parse_targets,
-)
-from buildtool.images.ui import ConsoleReporter
+if TYPE_CHECKING:
+    from buildtool.images import job
+
+# The heavy modules (Docker SDK, rich) are imported inside the commands: every `buildtool`
+# invocation builds this parser, including `buildtool cache-build` in each image build step.
 
 EXIT_FAILED = 1
 EXIT_USAGE = 2
@@ -124,6 +116,11 @@ def _workspace(args: argparse.Namespace) -> Path:
 
 
 def options_from_args(args: argparse.Namespace, environ: dict[str, str]) -> job.JobOptions:
+    from buildtool.images import job
+    from buildtool.images.build import BuildOptions
+    from buildtool.images.context import default_context_dir
+    from buildtool.images.targets import parse_targets
+
     workspace = _workspace(args)
     cache_home = Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     context_dir = args.context_dir or default_context_dir(workspace, cache_home)
@@ -151,6 +148,11 @@ def options_from_args(args: argparse.Namespace, environ: dict[str, str]) -> job.
 
 
 def cmd_build(args: argparse.Namespace) -> int:
+    from buildtool.images import base, client, job, wheelhouse
+    from buildtool.images.build import BuildError
+    from buildtool.images.local import LocalBuildError
+    from buildtool.images.ui import ConsoleReporter
+
     try:
         options = options_from_args(args, dict(os.environ))
     except ValueError as exc:
@@ -172,13 +174,18 @@ def cmd_build(args: argparse.Namespace) -> int:
 
 
 def print_summary(result: job.JobResult) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    from buildtool.images import job
+
     out = Console(highlight=False)
     if result.mode == "local":
         out.print("built locally (no Docker engine reachable; no images were made):")
         for wheel in result.local_artifacts:
             out.print(f"  {wheel}", markup=False)
         return
-    table = Table(title=f"images (BuildKit client: {result.client})", title_justify="left")
+    table = Table(title="images", title_justify="left")
     for column in ("image", "size", "time", "steps cached"):
         table.add_column(column, justify="left" if column == "image" else "right")
     for row in job.summary_rows(result.images):
@@ -187,6 +194,9 @@ def print_summary(result: job.JobResult) -> None:
 
 
 def cmd_base(args: argparse.Namespace) -> int:
+    from buildtool.images import base, client, engine
+    from buildtool.images.ui import ConsoleReporter
+
     eng = engine.connect(os.environ.get("DOCKER_HOST"))
     if eng is None:
         print("buildtool images base: no Docker engine reachable", file=sys.stderr)
@@ -205,6 +215,9 @@ def cmd_base(args: argparse.Namespace) -> int:
 
 
 def cmd_wheelhouse(args: argparse.Namespace) -> int:
+    from buildtool.images import job, wheelhouse
+    from buildtool.images.ui import ConsoleReporter
+
     workspace = _workspace(args)
     spec = wheelhouse.WheelhouseSpec(
         directory=workspace / "wheelhouse",
