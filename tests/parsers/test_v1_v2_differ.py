@@ -7,12 +7,14 @@ Also principle 4: every streamed prefix of a call's arguments is a prefix of its
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from parser_samples import Sample, all_samples
 
 from parsers import StreamParser
 from parsers.ids import counter_ids
+from parsers.jsonstream import JsonValueReader
 from parsers.types import Delta
 
 TWO_GEN = [s for s in all_samples() if set(s.generations) == {1, 2} and s.calls]
@@ -91,6 +93,32 @@ def test_streamed_arguments_are_prefixes_of_the_final_json(sample: Sample) -> No
                 if c.arguments:
                     seen[c.index] = seen.get(c.index, "") + c.arguments
                     assert final[c.index].startswith(seen[c.index])
+                    _check_partial(seen[c.index], json.loads(final[c.index]))
     for i, args in final.items():
         assert seen.get(i, "{}") == args
         json.loads(args)
+
+
+def _check_partial(prefix: str, final: Any) -> None:
+    """Closing the streamed prefix gives values that agree with the final ones: strings may
+    be cut short, every other value is already complete (principle 4)."""
+    reader = JsonValueReader()
+    out, _ = reader.feed(prefix)
+    assert reader.error is None  # valid JSON so far (families may keep the model's spacing)
+    _agree(json.loads(out + reader.closers()), final)
+
+
+def _agree(part: Any, final: Any) -> None:
+    if isinstance(part, str):
+        assert isinstance(final, str) and final.startswith(part)
+    elif isinstance(part, dict):
+        assert isinstance(final, dict)
+        for k, v in part.items():
+            assert k in final
+            _agree(v, final[k])
+    elif isinstance(part, list):
+        assert isinstance(final, list) and len(part) <= len(final)
+        for a, b in zip(part, final, strict=False):
+            _agree(a, b)
+    else:
+        assert part == final and type(part) is type(final)
