@@ -137,7 +137,15 @@ def main(argv: Sequence[str] | None = None, engine: str | None = None) -> int:
 
     logging.getLogger("sidecar").info("starting: %s", summary)
     app = build_app(config, adapter, template)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower())
+    # Keep idle client connections longer than common load-balancer idle timeouts (60 s), so
+    # a balancer never reuses a connection the sidecar is closing.
+    uvicorn.run(
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=args.log_level.lower(),
+        timeout_keep_alive=65,
+    )
     return 0
 
 

@@ -119,7 +119,13 @@ class EngineClient:
         body = self.adapter.build_body(request)
         req = self._client.build_request("POST", self.adapter.generate_path, json=body)
         try:
-            response = await self._client.send(req, stream=True)
+            try:
+                response = await self._client.send(req, stream=True)
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+                # A pooled keep-alive connection the engine closed as we reused it (the
+                # engine never got the request): one retry, which opens a new connection.
+                log.info("engine dropped a pooled connection; retrying once")
+                response = await self._client.send(req, stream=True)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
             raise EngineError(
                 503, f"engine unreachable at {self.base_url} ({exc!r})", "engine_unavailable"

@@ -351,7 +351,12 @@ def serve_in_thread(app: Any, host: str = "127.0.0.1") -> RunningServer:
     sock.bind((host, 0))
     port = sock.getsockname()[1]
     config = uvicorn.Config(
-        app, log_level="warning", lifespan="on", timeout_graceful_shutdown=1, backlog=1024
+        app,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=1,
+        timeout_keep_alive=65,
+        backlog=1024,
     )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
@@ -380,7 +385,9 @@ def main(argv: list[str] | None = None) -> int:
         with open(args.scripts, encoding="utf-8") as f:
             for name, spec in json.load(f).items():
                 engine.scripts[name] = Script(**spec)
-    uvicorn.run(engine.app, host=args.host, port=args.port, log_level="warning")
+    uvicorn.run(
+        engine.app, host=args.host, port=args.port, log_level="warning", timeout_keep_alive=65
+    )
     return 0
 
 

@@ -1,0 +1,253 @@
+"""Sidecar overhead, side by side with calling the (fake) engine directly, in one run.
+
+    python benchmarks/bench_sidecar.py [--requests 300] [--engine vllm]
+
+Starts a fake engine (`python -m sidecar.fake_engine`) and the real sidecar CLI as separate
+processes on loopback, then measures from this process:
+  1. latency of sequential non-streamed requests: engine direct vs through the sidecar
+     (p50/p99, and the sidecar's added latency; goal <= 1 ms added at p50);
+  2. throughput with 64 concurrent streams: direct vs sidecar (requests/s, chunks/s);
+  3. 200 concurrent streams: errors (goal: none) and the sidecar's RSS before/after.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+import httpx
+
+OUTPUT = (
+    "<think>The user wants the weather, so I will call the tool.</think>Let me check that "
+    'for you.<tool_call>\n{"name": "get_weather", "arguments": {"location": "Paris", '
+    '"unit": "celsius"}}\n</tool_call>'
+)
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"location": {"type": "string"}}},
+        },
+    }
+]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_live(url: str, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"process exited early: {proc.args}")
+        try:
+            if httpx.get(url, timeout=1).status_code < 500:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise SystemExit(f"{url} did not come up")
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+class Target:
+    def __init__(self, name: str, url: str, body: Callable[[bool], dict[str, object]]):
+        self.name, self.url, self.body = name, url, body
+
+
+async def one(client: httpx.AsyncClient, target: Target, stream: bool) -> int:
+    """One request; returns the number of SSE events (or 1 for a whole response)."""
+    if not stream:
+        response = await client.post(target.url, json=target.body(False))
+        response.raise_for_status()
+        return 1
+    events = 0
+    async with client.stream("POST", target.url, json=target.body(True)) as response:
+        response.raise_for_status()
+        async for line in response.aiter_lines():
+            if line.startswith("data: "):
+                if '"error"' in line[:20]:
+                    raise RuntimeError(line)
+                events += 1
+    return events
+
+
+async def latency(target: Target, n: int) -> list[float]:
+    async with httpx.AsyncClient(timeout=30) as client:
+        for _ in range(20):  # warm-up
+            await one(client, target, False)
+        times = []
+        for _ in range(n):
+            t0 = time.perf_counter()
+            await one(client, target, False)
+            times.append((time.perf_counter() - t0) * 1000)
+    return times
+
+
+async def concurrent(
+    target: Target, streams: int, total: int, on_peak: Callable[[], None] | None = None
+) -> tuple[float, int, int]:
+    """`total` streamed requests over `streams` concurrent workers: (seconds, events, errors)."""
+    limits = httpx.Limits(max_connections=None, max_keepalive_connections=streams)
+    events = errors = 0
+    remaining = total
+
+    async with httpx.AsyncClient(timeout=60, limits=limits) as client:
+
+        async def worker() -> None:
+            nonlocal events, errors, remaining
+            while remaining > 0:
+                remaining -= 1
+                try:
+                    got = await one(client, target, True)
+                except Exception as exc:
+                    errors += 1
+                    if errors == 1:
+                        print(f"   first error: {exc!r}", file=sys.stderr)
+                else:
+                    events += got
+
+        t0 = time.perf_counter()
+        tasks = [asyncio.create_task(worker()) for _ in range(streams)]
+        if on_peak is not None:
+            await asyncio.sleep(0.2)
+            on_peak()
+        await asyncio.gather(*tasks)
+        return time.perf_counter() - t0, events, errors
+
+
+def run(coro: Awaitable[object]) -> object:
+    return asyncio.run(coro)  # type: ignore[arg-type]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    p.add_argument("--engine", choices=("vllm", "sglang", "trtllm"), default="vllm")
+    p.add_argument("--requests", type=int, default=300, help="sequential latency samples")
+    p.add_argument("--stream-requests", type=int, default=640, help="requests at 64 streams")
+    args = p.parse_args()
+
+    bindir = Path(sys.executable).parent
+    engine_port, sidecar_port = free_port(), free_port()
+    with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+        json.dump({"bench": {"text": OUTPUT, "seed": 1}}, f)
+    engine = subprocess.Popen(
+        [sys.executable, "-m", "sidecar.fake_engine", args.engine, "--port", str(engine_port),
+         "--text", OUTPUT],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    sidecar = subprocess.Popen(
+        [str(bindir / f"sidecar-{args.engine}"), "--engine-url",
+         f"http://127.0.0.1:{engine_port}", "--model", "bench", "--tool-call-parser", "hermes",
+         "--reasoning-parser", "qwen3", "--host", "127.0.0.1", "--port", str(sidecar_port),
+         "--log-level", "warning"],
+        env={k: v for k, v in os.environ.items() if not k.startswith("DYN_")},
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_live(f"http://127.0.0.1:{engine_port}/health", engine)
+        wait_live(f"http://127.0.0.1:{sidecar_port}/live", sidecar)
+        path = "/generate" if args.engine == "sglang" else "/v1/completions"
+        prompt = "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n"
+
+        def engine_body(stream: bool) -> dict[str, object]:
+            if args.engine == "sglang":
+                return {"text": prompt, "sampling_params": {}, "stream": stream}
+            return {"model": "bench", "prompt": prompt, "stream": stream}
+
+        def chat_body(stream: bool) -> dict[str, object]:
+            return {
+                "model": "bench",
+                "messages": [{"role": "user", "content": "Weather in Paris?"}],
+                "tools": TOOLS,
+                "stream": stream,
+            }
+
+        direct = Target("engine direct", f"http://127.0.0.1:{engine_port}{path}", engine_body)
+        via = Target(
+            "via sidecar", f"http://127.0.0.1:{sidecar_port}/v1/chat/completions", chat_body
+        )
+        print(f"engine: fake {args.engine}; parser route: legacy_jail (hermes + qwen3)")
+
+        print(f"\n1. sequential non-streamed latency, {args.requests} requests (ms)")
+        lat = {t.name: run(latency(t, args.requests)) for t in (direct, via)}
+        d, s = lat[direct.name], lat[via.name]
+        assert isinstance(d, list) and isinstance(s, list)
+        print(f"   {'':16}{'p50':>8}{'p99':>8}{'mean':>8}")
+        for name, values in ((direct.name, d), (via.name, s)):
+            print(
+                f"   {name:16}{pct(values, 50):8.2f}{pct(values, 99):8.2f}"
+                f"{statistics.fmean(values):8.2f}"
+            )
+        print(
+            f"   added by sidecar: p50 {pct(s, 50) - pct(d, 50):.2f} ms, "
+            f"p99 {pct(s, 99) - pct(d, 99):.2f} ms (goal <= 1 ms at p50)"
+        )
+
+        print(f"\n2. throughput, 64 concurrent streams, {args.stream_requests} requests")
+        rates = {}
+        for target in (direct, via):
+            result = run(concurrent(target, 64, args.stream_requests))
+            assert isinstance(result, tuple)
+            seconds, events, errors = result
+            rates[target.name] = args.stream_requests / seconds
+            print(
+                f"   {target.name:16}{args.stream_requests / seconds:8.1f} req/s"
+                f"{events / seconds:10.0f} events/s   errors {errors}"
+            )
+        print(f"   sidecar / direct: {rates[via.name] / rates[direct.name]:.2f}x")
+
+        print("\n3. 200 concurrent streams through the sidecar")
+        before = rss_kib(sidecar.pid)
+        peak = [before]
+
+        def sample() -> None:
+            peak.append(rss_kib(sidecar.pid))
+
+        result = run(concurrent(via, 200, 200, on_peak=sample))
+        assert isinstance(result, tuple)
+        seconds, events, errors = result
+        result = run(concurrent(via, 200, 600))
+        assert isinstance(result, tuple)
+        errors += result[2]
+        after = rss_kib(sidecar.pid)
+        print(f"   800 requests in waves of 200: errors {errors} (goal 0)")
+        print(
+            f"   sidecar RSS: before {before / 1024:.1f} MiB, during {max(peak) / 1024:.1f} MiB, "
+            f"after {after / 1024:.1f} MiB"
+        )
+        return 1 if errors else 0
+    finally:
+        for proc in (sidecar, engine):
+            proc.terminate()
+            proc.wait(10)
+        os.unlink(f.name)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
