@@ -172,7 +172,7 @@ class _Call:
     def _sep(self) -> str:
         return "{" if not self.sent else ","
 
-    def open_value(self, marker: Marker, events: list[Event]) -> bool:
+    def open_value(self, marker: Marker) -> bool:
         """Start an argument or json channel; False if the call cannot take it."""
         if marker.name == "json":
             if self.style is not None:
@@ -513,10 +513,9 @@ class KimiK3Machine(FamilyMachine):
         if state == "call":
             call = self._call
             assert call is not None
-            if kind == "open" and name in ("argument", "json"):
+            if kind == "open" and name in ("argument", "json") and call.open_value(mk):
                 self._consumed(mk.raw)
-                if call.open_value(mk, self._out(out)):
-                    self._state = "value"
+                self._state = "value"
                 return
             if kind == "close" and name == "call":
                 self._consumed(mk.raw)
@@ -524,7 +523,9 @@ class KimiK3Machine(FamilyMachine):
                 self._leave_region(out)
                 return
             if not self._ends_call(mk):
-                self._consumed(mk.raw)  # stray: a repeated opener, a close without an open
+                # stray inside a call (a second argument style, a close without its open):
+                # not part of the arguments, so it is content like other text in the call
+                self._plain(mk.raw, out, track=False)
                 return
             self._end_call(out, complete=True)  # its close is implied by this marker
             state = self._state

@@ -380,3 +380,20 @@ def test_bare_call_without_tools_wrapper_ends_reasoning(gen: int) -> None:
     msg = run(text, gen)
     assert (msg.reasoning_content, msg.content) == ("Call the calculator.", None)
     assert [(c.id, c.arguments) for c in msg.tool_calls] == [("calc:0", '{"x":5}')]
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_prefill_split_think_close_then_call(gen: int) -> None:
+    chunks = ["The user wants weather. thought<|clo", "se|>think<|sep|>", tools(call("w", 1)), END]
+    msg = stream(chunks, tool_parser=K, generation=gen, prompt="x<|open|>think<|sep|>")
+    assert msg.reasoning_content == "The user wants weather. thought"
+    assert [c.name for c in msg.tool_calls] == ["w"]
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_second_argument_style_in_a_call_is_content(gen: int) -> None:
+    extra = op("argument", key="k") + "v" + cl("argument")
+    json_call = call("j", 1, op("json") + '{"a": 1}' + cl("json") + extra)
+    msg = run(tools(json_call) + END, gen)
+    assert [(c.name, c.arguments) for c in msg.tool_calls] == [("j", '{"a": 1}')]
+    assert msg.content == extra
