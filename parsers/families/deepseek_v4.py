@@ -7,7 +7,9 @@ from parsers.families.base import AnyReasoningGrammar, AnyToolGrammar, Reasoning
 from parsers.families.dsml import DsmlGrammar
 
 TOOL_GRAMMARS: dict[str, AnyToolGrammar] = {
-    "deepseek_v4": DsmlGrammar("deepseek_v4", spaced=False, block="tool_calls"),
+    "deepseek_v4": DsmlGrammar(
+        "deepseek_v4", spaced=False, blocks=("tool_calls", "function_calls")
+    ),
 }
 REASONING_GRAMMARS: dict[str, AnyReasoningGrammar] = {
     "deepseek_v4": ReasoningGrammar("deepseek_v4"),

@@ -9,7 +9,7 @@ from parsers.families.base import AnyReasoningGrammar, AnyToolGrammar, Reasoning
 from parsers.families.dsml import DsmlGrammar
 
 TOOL_GRAMMARS: dict[str, AnyToolGrammar] = {
-    "deepseek_v41": DsmlGrammar("deepseek_v41", spaced=True, block="calls"),
+    "deepseek_v41": DsmlGrammar("deepseek_v41", spaced=True, blocks=("calls",)),
 }
 REASONING_GRAMMARS: dict[str, AnyReasoningGrammar] = {
     "deepseek_v41": ReasoningGrammar("deepseek_v41"),

@@ -189,15 +189,18 @@ class DsmlScanner(CallScanner):
 
 
 class DsmlGrammar(ToolGrammar):
-    def __init__(self, name: str, *, spaced: bool, block: str) -> None:
+    """`blocks`: accepted block names, the first being the family's own (DeepSeek V3.2 wrote
+    `function_calls`; V4 `tool_calls`, so V4 accepts both)."""
+
+    def __init__(self, name: str, *, spaced: bool, blocks: tuple[str, ...]) -> None:
         self.name = name
-        self._block = block
         sep = " " if spaced else ""
-        self.start_markers = (f"<{TOKEN}{sep}{block}>",)
-        self._end = (f"</{TOKEN}{sep}{block}>",)
+        self._blocks = {f"<{TOKEN}{sep}{b}>": b for b in blocks}
+        self._ends = {f"<{TOKEN}{sep}{b}>": (f"</{TOKEN}{sep}{b}>",) for b in blocks}
+        self.start_markers = tuple(self._blocks)
 
     def jail_end_markers(self, start: str) -> tuple[str, ...]:
-        return self._end
+        return self._ends[start]
 
     def scanner(self, start: str, ctx: CallContext) -> CallScanner:
-        return DsmlScanner(start, self._block, ctx)
+        return DsmlScanner(start, self._blocks[start], ctx)

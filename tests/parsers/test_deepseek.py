@@ -143,3 +143,14 @@ def test_v41_batch_leading_close_means_reasoning_before() -> None:
 def test_v41_starts_in_response_without_prefill() -> None:
     msg = run("Just text.", 2, **V41)
     assert (msg.content, msg.reasoning_content) == ("Just text.", None)
+
+
+@GENS
+def test_v32_function_calls_block_name_accepted(gen: int) -> None:
+    text = dsml([("get_weather", [("location", "Hangzhou", True), ("date", "2024-01-16", True)])])
+    text = text.replace("tool_calls>", "function_calls>")
+    msg = run(text, gen, **V4)
+    assert (msg.content, calls(msg)) == (
+        None,
+        [("get_weather", {"location": "Hangzhou", "date": "2024-01-16"})],
+    )
