@@ -39,11 +39,17 @@ def default_launcher() -> Launcher:
     return "spawn"
 
 
-def interpreter_flags() -> list[str]:
-    """The parent interpreter's flags that change behaviour, for the interpreters we start."""
+def interpreter_flags(private_pycache: Path) -> list[str]:
+    """The parent interpreter's flags that change behaviour, for the interpreters we start.
+
+    A parent that writes no bytecode (-B, PYTHONDONTWRITEBYTECODE) must not get .pyc files in
+    its source tree from us either; but recompiling (and assertion-rewriting) every project
+    module in every child is the largest cost of a child. So children write their bytecode to
+    a private cache under the session's temporary directory instead (pycache_prefix).
+    """
     flags: list[str] = []
-    if sys.flags.dont_write_bytecode:
-        flags.append("-B")
+    if sys.flags.dont_write_bytecode and not sys.pycache_prefix:
+        flags += ["-X", f"pycache_prefix={private_pycache}"]
     if sys.flags.no_user_site:
         flags.append("-s")
     flags += ["-O"] * sys.flags.optimize
@@ -63,11 +69,11 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
-def spawn_child(request: ChildRequest, timeout: float) -> ChildExit:
+def spawn_child(request: ChildRequest, timeout: float, flags: list[str]) -> ChildExit:
     """A fresh interpreter runs `python -m buildtool.isolation.child REQUEST.json`."""
     request_path = Path(request.report_path).with_name("request.json")
     request_path.write_text(request.to_json(), encoding="utf-8")
-    argv = [sys.executable, *interpreter_flags(), "-m", "buildtool.isolation.child"]
+    argv = [sys.executable, *flags, "-m", "buildtool.isolation.child"]
     with open(request.output_path, "ab") as out:
         proc = subprocess.Popen(
             [*argv, str(request_path)],
@@ -126,11 +132,17 @@ class ForkServer:
     """One warm server process for one environment."""
 
     def __init__(
-        self, env: dict[str, str], cwd: str, log_path: Path, project_root: Path, preload: list[str]
+        self,
+        env: dict[str, str],
+        cwd: str,
+        log_path: Path,
+        project_root: Path,
+        preload: list[str],
+        flags: list[str],
     ) -> None:
         self.env = env
         self._log_path = log_path
-        argv = [sys.executable, *interpreter_flags(), "-m", "buildtool.isolation.forkserver"]
+        argv = [sys.executable, *flags, "-m", "buildtool.isolation.forkserver"]
         argv += ["--project-root", str(project_root)]
         for name in preload:
             argv += ["--preload", name]
@@ -233,12 +245,13 @@ class Launchers:
         self._preload = preload
         self._max = max(1, max_servers)
         self._servers: OrderedDict[tuple[tuple[str, str], ...], ForkServer] = OrderedDict()
+        self._flags = interpreter_flags(workdir / "pycache")
         self.started: list[ServerInfo] = []
 
     def run(self, request: ChildRequest, timeout: float) -> tuple[ChildExit, str]:
         """Run the child; also say how (for messages)."""
         if self.kind == "spawn":
-            return spawn_child(request, timeout), "spawn"
+            return spawn_child(request, timeout, self._flags), "spawn"
         server = self._server(request.env, request.cwd)
         return server.run(request, timeout), f"fork server pid {server.info.pid}"
 
@@ -253,7 +266,7 @@ class Launchers:
             _, oldest = self._servers.popitem(last=False)
             oldest.close()
         log = self._workdir / f"forkserver-{len(self.started) + 1}.log"
-        server = ForkServer(env, cwd, log, self._root, self._preload)
+        server = ForkServer(env, cwd, log, self._root, self._preload, self._flags)
         self.started.append(server.info)
         self._servers[key] = server
         return server

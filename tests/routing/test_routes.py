@@ -1,0 +1,46 @@
+"""The route of every deployment x request shape under DYN_PARSER_VERSION unset, 1 and 2.
+
+Each case runs in its own child process (`isolated`) whose environment sets the mode; the test
+goes through the real startup path: `parsers.load_settings()` reads the child's os.environ,
+then `parsers.select_route` decides. Expected routes come from the spec (routing_cases).
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from routing_cases import DEPLOYMENTS, MODE_VALUE, SHAPES, Deployment, expected_route, request_for
+
+import parsers
+from buildtool.isolation import PARSER_MODES
+
+CASES = [
+    pytest.param(deployment, shape, id=f"{deployment.id}-{shape}")
+    for deployment in DEPLOYMENTS
+    for shape in SHAPES
+]
+
+
+@pytest.mark.isolated(envs=PARSER_MODES)
+@pytest.mark.parametrize(("deployment", "shape"), CASES)
+def test_route(deployment: Deployment, shape: str, isolated_variant: str) -> None:
+    assert os.environ.get("DYN_PARSER_VERSION") == MODE_VALUE[isolated_variant]
+    expected = expected_route(deployment, shape, isolated_variant)
+    load = {"tool_parser": deployment.tool_parser, "reasoning_parser": deployment.reasoning_parser}
+    if expected == "ConfigError":
+        with pytest.raises(parsers.ConfigError) as err:
+            parsers.load_settings(**load)
+        assert "DYN_PARSER_VERSION" in str(err.value)
+        return
+    settings = parsers.load_settings(**load)  # from this process's environment
+    assert settings.version == (MODE_VALUE[isolated_variant] or "auto")
+    if expected == "InvalidRequest":
+        with pytest.raises(parsers.InvalidRequest) as bad:
+            parsers.select_route(settings, request_for(shape))
+        assert "DYN_PARSER_VERSION=2" in str(bad.value)
+        return
+    route = parsers.select_route(settings, request_for(shape))
+    assert route.kind == expected
+    assert route.family == deployment.family
+    assert route.generation == {"pass_through": None, "legacy_jail": 1, "parser_v2": 2}[expected]
