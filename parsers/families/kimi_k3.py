@@ -74,7 +74,7 @@ _MAX_BODY = 1024  # a marker body longer than this is not a marker (bounds the h
 _OPEN_BODY = re.compile(r"\s*([A-Za-z_][\w.-]*)((?:\s.*)?)", re.DOTALL)
 _CLOSE_BODY = re.compile(r"\s*([A-Za-z_][\w.-]*)\s*")
 _ATTR = re.compile(r'([A-Za-z_][\w.-]*)\s*=\s*"([^"]*)"')
-_INDEX = re.compile(r"\s*([1-9][0-9]*)\s*")
+_INDEX = re.compile(r"\s*0*([1-9][0-9]*)\s*")
 _TOOL_CHANNELS = frozenset({"tools", "call", "argument", "json"})
 _CHANNELS = frozenset({"think", "response", "message"}) | _TOOL_CHANNELS
 _WS = " \t\r\n"
