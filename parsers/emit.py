@@ -97,6 +97,11 @@ class Emitter:
                 self._in_call = False
                 if self._skip:
                     self._skip = False
+                    if self._whole and not ev.complete and ev.raw and self._mode == "named":
+                        # V1: an unparsed call is text, whoever it was addressed to
+                        if calls:
+                            flush()
+                        content.append(ev.raw)
                     continue
                 if self._whole and self._open is not None:
                     opened, self._open = self._open, None
