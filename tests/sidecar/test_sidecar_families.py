@@ -12,12 +12,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import openai
 import pytest
-from sidecar_harness import MODEL, Deployment
+from sidecar_harness import MODEL, Deployment, deploy
 
 import parsers
 from parsers.errors import ConfigError
@@ -163,6 +164,26 @@ CASES = [
         '"location">Paris</atem:parameter>\n</atem:invoke>\n</atem:function_calls><|eom|>'
         "<|start|>assistant to=user<|message|>It's 18C.<|eot|>",
         "parser_v2",
+    ),
+    Case(
+        "qwen3-coder-named",
+        "qwen3_coder",
+        "qwen3",
+        '{"location": "Rome", "days": 2}',
+        "legacy_jail",  # forced choices stay V1 under the family defaults
+        extra={"tool_choice": {"type": "function", "function": {"name": "get_weather"}}},
+    ),
+    Case(
+        "kimi-k2-v2-named",
+        "kimi_k2",
+        "kimi_k25",
+        '{"location": "Rome"}',
+        "parser_v2",
+        version="2",
+        extra={
+            "tool_choice": {"type": "function", "function": {"name": "get_weather"}},
+            "thinking": False,
+        },
     ),
     Case(
         "qwen3-hermes-forced-v1",
@@ -327,8 +348,10 @@ def _check(got: Received, expected: parsers.ParsedMessage, case: Case) -> None:
     for (_, _, arguments), call in zip(got.calls, expected.tool_calls, strict=True):
         assert json.loads(arguments) == json.loads(call.arguments)
         assert arguments == call.arguments
-    if case.tool_parser == "kimi_k2":  # native ids are kept verbatim
+    native = [c.id for c in expected.tool_calls if not c.id.startswith("call-")]
+    if native:  # native ids (Kimi) are kept verbatim; generated ids are unique per response
         assert [cid for cid, _, _ in got.calls] == [c.id for c in expected.tool_calls]
+    assert len({cid for cid, _, _ in got.calls}) == len(got.calls)
     assert got.finish_reason == expected.finish_reason == "tool_calls"
 
 
@@ -344,3 +367,18 @@ def test_family_through_sidecar(deployment: Deployment, case: Case, mode: str) -
         if stream and got.route == "legacy_jail":
             # V1 emits each call whole: one arguments fragment per call
             assert all(len(parts) == 1 for parts in got.fragments.values())
+
+
+@pytest.fixture(scope="module")
+def sglang_incremental() -> Iterator[Deployment]:
+    """SGLang run with `--incremental-streaming-output`: each event's `text` is a delta."""
+    yield from deploy("sglang", incremental=True)
+
+
+@pytest.mark.parametrize("case", CASES[:4], ids=[c.id for c in CASES[:4]])
+def test_sglang_incremental_output(sglang_incremental: Deployment, case: Case) -> None:
+    if not _grammars_available(case):
+        pytest.skip(f"parsers has no grammar for {case.tool_parser}/{case.reasoning_parser} yet")
+    url = _sidecar(sglang_incremental, case)
+    got = _sync(url, case, stream=True)
+    _check(got, _expected(sglang_incremental, case), case)
