@@ -100,7 +100,7 @@ class _Call:
 
     ctx: CallContext = field(default_factory=CallContext)
     ids: set[str] = field(default_factory=set)  # ids already used in this region
-    raw: str = CALL_BEGIN  # the call's markup as written, for V1 (returned as content)
+    _raw: list[str] = field(default_factory=lambda: [CALL_BEGIN])  # the call's markup
     events: list[Event] = field(default_factory=list)
     failed: bool = False  # malformed header: nothing was emitted, `raw` is content
     ended: bool = False
@@ -120,6 +120,11 @@ class _Call:
     # arguments are complete, so the call goes out whole at its end.
     _counter_id: str | None = None
 
+    @property
+    def raw(self) -> str:
+        """The call's markup as written, for V1 (returned as content when it does not parse)."""
+        return "".join(self._raw)
+
     def feed(self, text: str, final: bool = False) -> str | None:
         text = self._buf + text
         self._buf = ""
@@ -136,7 +141,7 @@ class _Call:
             marker = _marker_at(text, i, _HEADER_STOPS, final) if i != -1 else ""
             if i == -1 or marker is None:
                 if final:  # cut off inside the header: not a call
-                    self.raw += text
+                    self._raw.append(text)
                     self.failed = self.ended = True
                     return ""
                 self._buf, self._hscan = text, (len(text) if i == -1 else i)
@@ -149,10 +154,10 @@ class _Call:
             if parsed is None and not (
                 marker == ARG_BEGIN and _COUNTER_RE.fullmatch(counter) and self.ctx.schemas
             ):
-                self.raw += text[:i]
+                self._raw.append(text[:i])
                 self.failed = self.ended = True
                 return text[i:]
-            self.raw += text[: i + len(ARG_BEGIN)]
+            self._raw.append(text[: i + len(ARG_BEGIN)])
             self._named = True
             if parsed is None:
                 self._counter_id = counter
@@ -219,7 +224,7 @@ class _Call:
     def _append(self, text: str) -> None:
         self._args.append(text)
         self._args_len += len(text)
-        self.raw += text
+        self._raw.append(text)
 
     def _take(self, text: str) -> int | None:
         """Feed argument text to the reader while the JSON holds. Returns None, or the offset in
@@ -230,7 +235,7 @@ class _Call:
         if not self._started:
             body = text.lstrip(_WS)
             lead = len(text) - len(body)
-            self.raw += text[:lead]
+            self._raw.append(text[:lead])
             if not body:
                 return None
             text, self._started = body, True
@@ -266,7 +271,7 @@ class _Call:
 
     def _end(self, text: str, i: int, marker: str) -> str:
         if marker == CALL_END:
-            self.raw += CALL_END
+            self._raw.append(CALL_END)
             self._close(terminated=True)
             return text[i + len(CALL_END) :]
         self._close(terminated=False)

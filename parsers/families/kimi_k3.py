@@ -149,7 +149,7 @@ class _Call:
 
     def __init__(self, stream: bool) -> None:
         self.stream = stream  # V2: fragments as they come; V1: the whole JSON at the end
-        self.raw = ""  # the call's markup as written (V1 returns it as content if cut off)
+        self.raw_parts: list[str] = []  # the call's markup (V1 returns it as content if cut off)
         self.style: Literal["typed", "json"] | None = None
         self.pairs: list[tuple[str, str]] = []  # (key, JSON value) of closed typed arguments
         self.sent: list[str] = []
@@ -253,7 +253,7 @@ class _Call:
             self._send(events, "{}")
         else:
             self._send(events, ('"' if self.value_open and self.string_open else "") + "}")
-        events.append(CallEnd(complete, self.raw))
+        events.append(CallEnd(complete, "".join(self.raw_parts)))
 
 
 class KimiK3Machine(FamilyMachine):
@@ -276,7 +276,7 @@ class KimiK3Machine(FamilyMachine):
         self._run_text = False  # the current layout run has visible text: it is content
         self._answer_started = False
         self._call: _Call | None = None
-        self._bad: str | None = None  # text of a call without a tool name (content)
+        self._bad: list[str] | None = None  # text of a call without a tool name (content)
         self._call_return: State = "top"  # where a call goes back to when it closes
         self._ids: set[str] = set()
         self._ncalls = 0
@@ -315,9 +315,9 @@ class KimiK3Machine(FamilyMachine):
         if self._jail is not None:
             self._jail_raw.append(text)
         if self._call is not None:
-            self._call.raw += text
+            self._call.raw_parts.append(text)
         elif self._bad is not None:
-            self._bad += text
+            self._bad.append(text)
 
     def _release_jail(self, out: list[Event]) -> None:
         jail, self._jail = self._jail, None
@@ -482,7 +482,7 @@ class KimiK3Machine(FamilyMachine):
         if self._bad is not None:
             if kind == "close" and name == "call":
                 self._consumed(mk.raw)
-                self._text(out, self._bad, "content")
+                self._text(out, "".join(self._bad), "content")
                 self._bad = None
                 self._state = self._call_return
                 self._leave_region(out)
@@ -490,7 +490,7 @@ class KimiK3Machine(FamilyMachine):
             if not self._ends_call(mk):
                 self._consumed(mk.raw)
                 return
-            self._text(out, self._bad, "content")
+            self._text(out, "".join(self._bad), "content")
             self._bad = None
             self._state = self._call_return
         if self._state == "value":
@@ -598,13 +598,13 @@ class KimiK3Machine(FamilyMachine):
         name = mk.attrs.get("tool", "") if mk.name == "call" else ""
         if not name.strip():
             # no tool name, or an argument outside any call: not a call; its text is content
-            self._bad = mk.raw
+            self._bad = [mk.raw]
             return
         call_id = self._call_id(name, mk.attrs.get("index"))
         self._ncalls += 1
         self._out(out).append(CallBegin(name, call_id))
         self._call = _Call(stream=self._v2)
-        self._call.raw = mk.raw
+        self._call.raw_parts.append(mk.raw)
 
     def _end_call(self, out: list[Event], *, complete: bool) -> None:
         call = self._call
@@ -623,7 +623,7 @@ class KimiK3Machine(FamilyMachine):
                 self._answer_started = True
                 self._run(res.rest, out, final=True)
         if self._bad is not None:
-            self._text(out, self._bad, "content")
+            self._text(out, "".join(self._bad), "content")
             self._bad = None
         if self._call is not None:
             self._end_call(out, complete=False)
