@@ -8,6 +8,7 @@ before pytest starts, so every project module is first imported under the test's
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import random
@@ -45,6 +46,10 @@ def run(request: ChildRequest) -> int:
     os.environ.update(request.env)
     os.chdir(request.cwd)
     random.seed()  # a forked child would otherwise repeat the server's random sequence
+    # Line by line to the output file, so a child that dies keeps what it printed so far.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(line_buffering=True)
 
     import pytest  # already imported in a fork-server child; cheap then
 

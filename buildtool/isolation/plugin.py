@@ -327,7 +327,9 @@ def _child_argv(config: pytest.Config, nodeid: str, basetemp: Path, s: Settings)
     argv = [os.path.join(str(config.rootpath), nodeid), f"--rootdir={config.rootpath}"]
     if config.inipath is not None:
         argv += ["-c", str(config.inipath)]
-    argv += ["-p", "no:cacheprovider", "-q", f"--basetemp={basetemp}"]
+    # tee-sys: reports still carry captured output, and the child's output file keeps what a
+    # test printed even when the child dies before reporting.
+    argv += ["-p", "no:cacheprovider", "-q", "--capture=tee-sys", f"--basetemp={basetemp}"]
     if config.pluginmanager.has_plugin("xdist"):
         argv += ["-n", "0"]  # one test: never distribute, whatever addopts says
     return argv + list(s.passthrough)

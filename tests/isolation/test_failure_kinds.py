@@ -231,12 +231,15 @@ def test_killed_by_a_signal(pytester: pytest.Pytester, launcher: str) -> None:
         """
 @pytest.mark.isolated()
 def test_broken():
-    print("about to die")
+    print("about to die", flush=True)
     os.kill(os.getpid(), signal.SIGKILL)
 """,
         launcher,
     )
-    assert_kind(rec, "test_broken", "killed by signal", "SIGKILL (9)", "during the call phase")
+    text = assert_kind(
+        rec, "test_broken", "killed by signal", "SIGKILL (9)", "during the call phase"
+    )
+    assert "about to die" in text  # printed by the test before it died
 
 
 def _gone(pid: int) -> bool:
@@ -278,6 +281,7 @@ EXITING_CONFTEST = """
 import os
 
 if os.environ.get("TRIGGER") == "exit":
+    print("conftest exits the process", flush=True)
     os._exit(3)
 """
 
@@ -295,7 +299,8 @@ def test_broken():
         + CONTROL,
         launcher,
     )
-    assert_kind(rec, "test_broken", "exited before running", "exit status 3")
+    text = assert_kind(rec, "test_broken", "exited before running", "exit status 3")
+    assert "conftest exits the process" in text  # the child's output is attached
     assert_control_passed(rec)
 
 
