@@ -158,3 +158,22 @@ def test_works_under_xdist(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("-n", "2", "-v")
     result.assert_outcomes(passed=6)
     result.stdout.fnmatch_lines_random(["*gw0*PASSED*", "*gw1*PASSED*"])
+
+
+def test_parametrize_helper_with_param_level_marks(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import os
+        import pytest
+
+        def mode(value):
+            return pytest.param(value, marks=pytest.mark.isolated(env={"M": value}), id=f"M{value}")
+
+        @pytest.mark.parametrize("expected", [mode("1"), mode("2")])
+        def test_param(expected):
+            assert os.environ["M"] == expected
+        """
+    )
+    result = pytester.runpytest("-v")
+    result.assert_outcomes(passed=2)
+    assert "::test_param[M1] PASSED" in result.stdout.str()
