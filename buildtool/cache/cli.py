@@ -140,6 +140,9 @@ def _guarded(body: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Na
         except ValueError as exc:  # a bad --exclude pattern
             _say(f"error: {exc}")
             return EXIT_OWN_ERROR
+        except KeyboardInterrupt:
+            _say("interrupted")
+            return 128 + signal.SIGINT
 
     return run
 

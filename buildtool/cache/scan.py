@@ -254,6 +254,7 @@ def _run_shares(
 ) -> list[bytes]:
     """Hash shares[1:] in forked children and shares[0] here; records in share order."""
     children: list[tuple[int, int]] = []
+    failed = False
     try:
         for share in shares[1:]:
             read_end, write_end = os.pipe()
@@ -273,13 +274,14 @@ def _run_shares(
         results = [_hash_small(root, shares[0], factory, tick)]
         for _pid, read_end in children:
             results.append(_read_all(read_end))
-        return results
     finally:
+        # reap every child; closing the read ends first unblocks any still writing
         for pid, read_end in children:
             os.close(read_end)
-            _, status = os.waitpid(pid, 0)
-            if status != 0:
-                raise CacheError(f"a hashing worker process failed (wait status {status})")
+            failed = os.waitpid(pid, 0)[1] != 0 or failed
+    if failed:
+        raise CacheError("a hashing worker process failed")
+    return results
 
 
 def scan(

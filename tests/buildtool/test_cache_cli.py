@@ -104,10 +104,14 @@ def shared_tmp() -> Iterator[Path]:
 
 
 @pytest.mark.skipif(shutil.which("setpriv") is None or os.geteuid() != 0, reason="needs root")
-def test_unreadable_file_exits_2_naming_it(shared_tmp: Path) -> None:
+@pytest.mark.parametrize("many", [0, 2500], ids=["few-files", "forked-hashing"])
+def test_unreadable_file_exits_2_naming_it(shared_tmp: Path, many: int) -> None:
     write(shared_tmp / "ws" / "ok.txt", "fine")
-    write(shared_tmp / "ws" / "locked.txt", "secret")
-    (shared_tmp / "ws" / "locked.txt").chmod(0)
+    for index in range(many):
+        write(shared_tmp / "ws" / f"d{index % 9}" / f"f{index}", "x")
+    locked = shared_tmp / "ws" / ("d8" if many else ".") / "locked.txt"
+    write(locked, "secret")
+    locked.chmod(0)
     (shared_tmp / "cache").mkdir()
     os.chown(shared_tmp / "cache", 65534, 65534)
     done = subprocess.run(
@@ -118,7 +122,8 @@ def test_unreadable_file_exits_2_naming_it(shared_tmp: Path) -> None:
         timeout=60,
     )
     assert done.returncode == 2
-    assert f"cannot read input file {shared_tmp}/ws/locked.txt: Permission denied" in done.stderr
+    assert f"cannot read input file {os.path.normpath(locked)}: Permission denied" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 def test_dry_run_reports_and_changes_nothing(ws: Path, tmp_path: Path) -> None:
