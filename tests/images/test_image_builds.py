@@ -114,12 +114,8 @@ def _variant_without_helper(text: str, cache_id: str) -> str:
     end = text.index("FROM builder-base AS build-sglang")
     stage = text[start:end]
     stage = stage.replace(old_id, f"id={cache_id}")
-    stage = stage.replace(
-        "python3 -B -m buildtool cache-build --workspace /src --cache /cache/vllm \\\n"
-        "        --clean-on-removal /cache/vllm/build \\\n"
-        "        -- python3",
-        "python3",
-    )
+    # drop the helper and its options: the build command after `--` then runs directly
+    stage = re.sub(r"python3 -B -m buildtool cache-build .*? -- ", "", stage, count=1, flags=re.S)
     assert "cache-build" not in stage, stage
     return text[:start] + stage + text[end:]
 
