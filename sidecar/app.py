@@ -24,7 +24,7 @@ from sidecar import sse
 from sidecar.chat import Accumulator, ChunkFactory, chunks_for, completion
 from sidecar.config import SidecarConfig
 from sidecar.engine_client import EngineClient, EngineStream
-from sidecar.engines.base import EngineAdapter, EngineRequest, Usage
+from sidecar.engines.base import EngineAdapter, EngineEvent, EngineRequest, Usage
 from sidecar.errors import INTERNAL_ERROR, APIError, EngineError, envelope
 from sidecar.guided import guided_schema
 from sidecar.metrics import Metrics
@@ -111,9 +111,14 @@ class Sidecar:
                     media_type="text/event-stream",
                     headers={ROUTE_HEADER: route, "cache-control": "no-cache"},
                 )
-            event = await self.engine.complete(engine_request)
+            event = await self._complete(request, engine_request)
+            if event is None:  # the client went away: the engine request was cancelled
+                self.metrics.done(499, time.perf_counter() - started, False, "client_disconnected")
+                return Response(status_code=499)
             message = parse_whole(plan, event.text, event.finish_reason or "stop")
-            body = completion(factory.id, factory.created, factory.model, message, event.usage)
+            body = completion(
+                factory.id, factory.created, factory.model, message, event.usage, event.stop_reason
+            )
             self.metrics.done(200, time.perf_counter() - started, stream=False)
             return JSONResponse(body, headers={ROUTE_HEADER: route})
         except InvalidRequest as exc:
@@ -131,6 +136,36 @@ class Sidecar:
         self.metrics.done(error.status, time.perf_counter() - started, stream, error.code)
         return error_response(error, route)
 
+    async def _complete(
+        self, request: Request, engine_request: EngineRequest
+    ) -> EngineEvent | None:
+        """The engine's whole answer, or None when the client disconnects first.
+
+        Starlette does not watch for disconnects on non-streamed responses, so the request's
+        ASGI channel is watched here and the engine call cancelled (its connection closed).
+        """
+        result: list[EngineEvent] = []
+        failure: list[Exception] = []
+        async with anyio.create_task_group() as group:
+
+            async def call() -> None:
+                try:
+                    result.append(await self.engine.complete(engine_request))
+                except Exception as exc:  # re-raised below, unwrapped from the task group
+                    failure.append(exc)
+                group.cancel_scope.cancel()
+
+            async def watch() -> None:
+                while (await request.receive())["type"] != "http.disconnect":
+                    pass
+                group.cancel_scope.cancel()
+
+            group.start_soon(call)
+            group.start_soon(watch)
+        if failure:
+            raise failure[0]
+        return result[0] if result else None
+
     async def _stream(
         self,
         engine_stream: EngineStream,
@@ -142,6 +177,7 @@ class Sidecar:
         status, code = 200, None
         first_token = True
         reason = "stop"
+        stop_reason: str | int | None = None
         usage: Usage | None = None
         try:
             yield sse.encode(factory.role())
@@ -149,6 +185,7 @@ class Sidecar:
                 async for event in engine_stream.events():
                     usage = event.usage or usage
                     reason = event.finish_reason or reason
+                    stop_reason = event.stop_reason if event.finish_reason else stop_reason
                     if not event.text:
                         continue
                     chunks = chunks_for(factory, acc, parser.feed(event.text))
@@ -169,7 +206,9 @@ class Sidecar:
                 return
             for chunk in chunks_for(factory, acc, parser.finish(reason)):
                 yield sse.encode(chunk)
-            yield sse.encode(factory.delta({}, parser.finish_reason or reason))
+            final = factory.delta({}, parser.finish_reason or reason)
+            final["choices"][0]["stop_reason"] = stop_reason
+            yield sse.encode(final)
             if factory.include_usage and usage is not None:
                 yield sse.encode(factory.usage(usage))
             yield sse.DONE_BYTES

@@ -109,7 +109,12 @@ def message_dict(message: ParsedMessage) -> dict[str, Any]:
 
 
 def completion(
-    id: str, created: int, model: str, message: ParsedMessage, usage: Usage | None
+    id: str,
+    created: int,
+    model: str,
+    message: ParsedMessage,
+    usage: Usage | None,
+    stop_reason: str | int | None = None,
 ) -> dict[str, Any]:
     """A non-streamed `chat.completion` from the parsed message."""
     return {
@@ -123,6 +128,8 @@ def completion(
                 "message": message_dict(message),
                 "logprobs": None,
                 "finish_reason": message.finish_reason,
+                # vLLM's extension: the stop string or token id that ended generation
+                "stop_reason": stop_reason,
             }
         ],
         "usage": usage.as_dict() if usage else None,

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import httpx
 
 from sidecar.engines.base import EngineAdapter, EngineEvent, EngineRequest, malformed
@@ -171,7 +172,8 @@ class EngineClient:
                 502, f"engine closed the connection ({exc!r})", "engine_stream_closed"
             ) from None
         finally:
-            await response.aclose()
+            with anyio.CancelScope(shield=True):  # also when the client went away
+                await response.aclose()
         event = self.adapter.decode_response(_json(raw.decode("utf-8", "replace")))
         if event.finish_reason is None:
             raise malformed("response has no finish reason")

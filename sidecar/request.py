@@ -148,6 +148,8 @@ def parse_chat_request(body: Mapping[str, Any]) -> ChatRequest:
         if not isinstance(options, dict):
             raise bad_request("'stream_options' must be an object", "stream_options")
         include_usage = bool(options.get("include_usage", False))
+    if body.get("logprobs") or body.get("top_logprobs"):
+        raise bad_request("'logprobs' are not supported by this sidecar", "logprobs")
     n = _integer(body, "n", 1)
     if n not in (None, 1):
         raise bad_request("'n' must be 1: this sidecar returns one choice", "n")

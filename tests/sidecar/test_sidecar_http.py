@@ -54,6 +54,15 @@ def test_models_live_and_metrics(deployment: Deployment) -> None:
     )
     assert f'sidecar_requests_total{{engine="{deployment.kind}",status="200"}}' in metrics
     assert "sidecar_request_duration_seconds_bucket" in metrics
+    for _ in client(url).chat.completions.create(model=MODEL, messages=USER, stream=True):
+        pass
+    metrics = httpx.get(f"{url}/metrics").text
+    ttft = [
+        line
+        for line in metrics.splitlines()
+        if line.startswith("sidecar_time_to_first_token_seconds_count")
+    ]
+    assert ttft and float(ttft[0].split()[-1]) >= 1
 
 
 def test_health_follows_the_engine(deployment: Deployment) -> None:
@@ -107,6 +116,10 @@ def test_stop_strings_end_generation(deployment: Deployment) -> None:
             text = result.choices[0].message.content or ""
             assert result.choices[0].finish_reason == "stop"
         assert text == "alpha beta "
+    raw = httpx.post(
+        f"{url}/v1/chat/completions", json={"messages": messages, "stop": ["###"]}
+    ).json()
+    assert raw["choices"][0]["stop_reason"] == "###"  # the engine's stop string, passed on
 
 
 def test_stream_usage_and_done(deployment: Deployment) -> None:
@@ -139,6 +152,7 @@ POLICY_ERRORS = [
     ({"reasoning_effort": "extreme"}, "reasoning_effort"),
     ({"thinking": "maybe"}, "thinking"),
     ({"response_format": {"type": "yaml"}}, "response_format"),
+    ({"logprobs": True}, "logprobs"),
     ({"chat_template_kwargs": {"enable_thinking": "yes"}}, "chat_template_kwargs.enable_thinking"),
 ]  # fmt: skip
 
@@ -350,3 +364,15 @@ def test_many_concurrent_streams(deployment: Deployment) -> None:
         t.join(30)
     assert not errors
     assert results == [deployment.engine.default.text] * 16
+
+
+def test_client_disconnect_cancels_a_non_streamed_request(deployment: Deployment) -> None:
+    url = deployment.sidecar()
+    messages = script(deployment, "hang-whole", text="x", hang_after=0)
+    cancelled = deployment.engine.cancelled
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(f"{url}/v1/chat/completions", json={"messages": messages}, timeout=0.5)
+    # the sidecar saw the client leave and closed its engine connection
+    _wait_for(lambda: deployment.engine.cancelled >= cancelled + 1)
+    _wait_for(lambda: 'status="499"' in httpx.get(f"{url}/metrics").text)
+    _assert_still_serving(url)
