@@ -47,6 +47,7 @@ COPY tests/buildtool/ /src/tests/buildtool/
 RUN python3 -B -m pytest -p no:cacheprovider -p buildtool.isolation.plugin -q \
         -m "not slow and not docker" \
         tests/buildtool/test_cache_decision.py tests/buildtool/test_cache_inputs.py \
+        tests/buildtool/test_cache_python.py \
  && touch /helper-tests.ok
 
 # ---- Builder base: the workspace --------------------------------------------------------------

@@ -57,6 +57,18 @@ def test_helper_tests_run_with_python3_dash_b_before_the_builders() -> None:
         assert any("--from=helper-tests" in i.args for i in stages[f"build-{name}"].instructions)
 
 
+def test_helper_test_files_named_in_the_dockerfile_exist() -> None:
+    stages = {s.name: s for s in df.stages(TEXT)}
+    run = next(i for i in stages["helper-tests"].instructions if i.keyword == "RUN")
+    files = [w for w in run.args.split() if w.startswith("tests/") and w.endswith(".py")]
+    assert files, run.args
+    missing = [f for f in files if not (ROOT / f).is_file()]
+    assert not missing, f"Dockerfile helper-tests names missing test files: {missing}"
+    copied = [i.args.split()[0] for i in stages["helper-tests"].instructions if i.keyword == "COPY"]
+    for f in files:
+        assert any(f.startswith(c) for c in copied), f"{f} is not copied into helper-tests"
+
+
 def test_runtime_targets() -> None:
     stages = {s.name: s for s in df.stages(TEXT)}
     for target in TARGETS:
