@@ -97,16 +97,44 @@ async def one(client: httpx.AsyncClient, target: Target, stream: bool) -> int:
     return events
 
 
-async def latency(target: Target, n: int) -> list[float]:
+async def latency(target: Target, n: int, get: bool = False) -> list[float]:
     async with httpx.AsyncClient(timeout=30) as client:
+
+        async def call() -> None:
+            if get:
+                (await client.get(target.url)).raise_for_status()
+            else:
+                await one(client, target, False)
+
         for _ in range(20):  # warm-up
-            await one(client, target, False)
+            await call()
         times = []
         for _ in range(n):
             t0 = time.perf_counter()
-            await one(client, target, False)
+            await call()
             times.append((time.perf_counter() - t0) * 1000)
     return times
+
+
+def in_process_cost(body: dict[str, object], n: int) -> float:
+    """Milliseconds of sidecar CPU per request without any I/O: prepare + parse the output."""
+    from parsers.settings import load_settings
+    from sidecar.app import Sidecar
+    from sidecar.config import SidecarConfig
+    from sidecar.engines import VLLMAdapter
+    from sidecar.parsing import parse_whole
+    from sidecar.prompt import ChatTemplate
+
+    settings = load_settings({}, tool_parser="hermes", reasoning_parser="qwen3")
+    template = ChatTemplate.builtin(settings.family, settings.tool_parser)
+    config = SidecarConfig("vllm", "http://unused", "m", settings)
+    sidecar = Sidecar(config, VLLMAdapter(), template)
+    raw = json.dumps(body).encode()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        _, plan, _ = sidecar.prepare(raw)
+        parse_whole(plan, OUTPUT, "stop")
+    return (time.perf_counter() - t0) * 1000 / n
 
 
 async def concurrent(
@@ -208,6 +236,22 @@ def main() -> int:
             f"   added by sidecar: p50 {pct(s, 50) - pct(d, 50):.2f} ms, "
             f"p99 {pct(s, 99) - pct(d, 99):.2f} ms (goal <= 1 ms at p50)"
         )
+
+        hop = {
+            name: run(latency(Target(name, url, lambda _: {}), args.requests, get=True))
+            for name, url in (
+                ("engine /health", f"http://127.0.0.1:{engine_port}/health"),
+                ("sidecar /health", f"http://127.0.0.1:{sidecar_port}/health"),
+            )
+        }
+        e, h = hop["engine /health"], hop["sidecar /health"]
+        assert isinstance(e, list) and isinstance(h, list)
+        print(
+            f"   of which one proxied HTTP hop (sidecar /health -> engine /health): "
+            f"p50 {pct(h, 50) - pct(e, 50):.2f} ms"
+        )
+        own = in_process_cost(chat_body(False), args.requests)
+        print(f"   sidecar's own work per request (validate, render, plan, parse): {own:.3f} ms")
 
         print(f"\n2. throughput, 64 concurrent streams, {args.stream_requests} requests")
         rates = {}
