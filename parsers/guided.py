@@ -85,9 +85,6 @@ class JsonCallObject:
                 r = self._reader
                 assert r is not None
                 out, i = r.feed(text, i)
-                if r.error is not None:
-                    self.error = r.error
-                    break
                 if self._key in ARG_KEYS and self._args_reader is r:
                     if not self._args_stream and r.first:
                         # object arguments stream once the name is known; others are held
@@ -96,6 +93,9 @@ class JsonCallObject:
                         events.append(CallArgs(out))
                     elif not self._args_stream:
                         self._args_held = (self._args_held or "") + out
+                if r.error is not None:
+                    self.error = r.error
+                    break
                 if not r.done:
                     continue
                 if self._key == "name":
@@ -240,10 +240,10 @@ class GuidedScanner(CallScanner):
             if st == "args":
                 assert self._args is not None
                 out, i = self._args.feed(text, i)
-                if self._args.error is not None:
-                    return self._reject_or_close(text, i, events)
                 if out:
                     events.append(CallArgs(out))
+                if self._args.error is not None:
+                    return self._reject_or_close(text, i, events)
                 if self._args.done:
                     events.append(CallEnd())
                     self._args = None
