@@ -118,7 +118,7 @@ def _workspace(args: argparse.Namespace) -> Path:
 def options_from_args(args: argparse.Namespace, environ: dict[str, str]) -> job.JobOptions:
     from buildtool.images import job
     from buildtool.images.build import BuildOptions
-    from buildtool.images.context import default_context_dir
+    from buildtool.images.context import default_context_dir, default_local_cache
     from buildtool.images.targets import parse_targets
 
     workspace = _workspace(args)
@@ -144,6 +144,7 @@ def options_from_args(args: argparse.Namespace, environ: dict[str, str]) -> job.
         environ=tuple(sorted(environ.items())),
         docker_host=environ.get("DOCKER_HOST"),
         python_version=args.python_version,
+        local_cache=default_local_cache(workspace, cache_home),
     )
 
 
@@ -183,7 +184,7 @@ def print_summary(result: job.JobResult) -> None:
     if result.mode == "local":
         out.print("built locally (no Docker engine reachable; no images were made):")
         for wheel in result.local_artifacts:
-            out.print(f"  {wheel}", markup=False)
+            out.print(f"  {wheel}", markup=False, soft_wrap=True)
         return
     table = Table(title="images", title_justify="left")
     for column in ("image", "size", "time", "steps cached"):

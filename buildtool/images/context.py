@@ -11,6 +11,7 @@ The checkout itself is only read, never touched (spec rule 9).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import stat
@@ -50,12 +51,19 @@ def top_level_whitelist(dockerignore: str) -> frozenset[str] | None:
     return frozenset(names)
 
 
+def checkout_key(workspace: Path) -> str:
+    """A short stable name for a checkout (its resolved path)."""
+    return hashlib.sha256(os.fsencode(workspace.resolve())).hexdigest()[:16]
+
+
 def default_context_dir(workspace: Path, cache_home: Path) -> Path:
     """One tool-owned copy per checkout, under the user's cache folder."""
-    import hashlib
+    return cache_home / "sidecar-forge" / "build-context" / checkout_key(workspace)
 
-    key = hashlib.sha256(os.fsencode(workspace.resolve())).hexdigest()[:16]
-    return cache_home / "sidecar-forge" / "build-context" / key
+
+def default_local_cache(workspace: Path, cache_home: Path) -> Path:
+    """Local mode's cache folders (no engine reachable), one set per checkout."""
+    return cache_home / "sidecar-forge" / "local-builds" / checkout_key(workspace)
 
 
 def sync(workspace: Path, dest: Path) -> SyncResult:

@@ -102,7 +102,7 @@ def _run_local(options: JobOptions, report: Reporter) -> JobResult:
         "engine: no Docker engine reachable; building the sidecars locally with the cache "
         "helper's local mode instead (no images)"
     )
-    cache_root = options.local_cache or (opts.context_dir.parent / "local")
+    cache_root = options.local_cache or (opts.context_dir.parent / "local-builds")
     sidecars = [t.removeprefix("sidecar-") for t in opts.targets]
     wheels = local.build_all(opts.workspace, cache_root, sidecars, report)
     return JobResult("local", None, (), tuple(wheels))

@@ -13,6 +13,27 @@ from pathlib import Path
 
 from buildtool.images.ui import Reporter
 
+# Not inputs of a sidecar's wheel: tool state, caches, outputs, and what the wheel leaves out.
+LOCAL_EXCLUDES: tuple[str, ...] = (
+    ".nox/",
+    ".venv/",
+    "venv/",
+    ".reports/",
+    ".mypy_cache/",
+    ".ruff_cache/",
+    ".pytest_cache/",
+    ".hypothesis/",
+    "node_modules/",
+    "wheelhouse/",
+    "build/",
+    "dist/",
+    "*.egg-info/",
+    "/tests/",
+    "/docs/",
+    "/benchmarks/",
+    "/.github/",
+)
+
 
 class LocalBuildError(RuntimeError):
     """A local build failed; the message names the sidecar and the exit status."""
@@ -32,8 +53,7 @@ def local_argv(workspace: Path, cache_root: Path, sidecar: str) -> list[str]:
         str(workspace),
         "--cache",
         str(cache),
-        "--exclude",
-        "wheelhouse",
+        *(arg for glob in LOCAL_EXCLUDES for arg in ("--exclude", glob)),
         "--clean-on-removal",
         str(cache / "build"),
         "--",
