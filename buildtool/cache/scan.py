@@ -79,6 +79,7 @@ class _Walk:
         self.symlinks: list[Entry] = []
         self.skipped: list[Skipped] = []
         self.dirs: list[_Dir] = []
+        self.rels: list[bytes] = []  # relative paths of the files of `dirs`, in the same order
         self.nfiles = 0
 
     def where(self, rel: bytes) -> str:
@@ -102,6 +103,7 @@ class _Walk:
     def _list(self, dfd: int, rel: bytes, todo: list[bytes]) -> None:
         excluded = self.rules.excluded
         names: list[bytes] = []
+        rels: list[bytes] = []
         try:
             with os.scandir(dfd) as listing:
                 found = list(listing)
@@ -128,11 +130,13 @@ class _Walk:
                 )
             elif item.is_file(follow_symlinks=False):
                 names.append(name)
+                rels.append(child)
             else:
                 mode = item.stat(follow_symlinks=False).st_mode
                 self.skipped.append(Skipped(child, _special_kind(mode)))
         if names:
             self.dirs.append((rel, names))
+            self.rels.extend(rels)
             self.nfiles += len(names)
 
 
@@ -303,31 +307,38 @@ def scan(
     big: list[bytes] = []
     nbytes = 0
     threads = auto_threads()
-    for index, (share, output) in enumerate(zip(shares, outputs, strict=True)):
-        records = _REC.iter_unpack(output)
-        done = 0
-        share_bytes = 0
-        for rel, names in share:
-            for name in names:
-                child = _join(rel, name)
-                record = next(records, None)
-                if record is None:
-                    raise CacheError(f"hashing stopped before {show(os.path.join(root, child))}")
-                status, digest, mode, size, mtime_ns, atime_ns = record
-                if status == _ERROR:
-                    raise _error(os.path.join(root, child), size)
-                if status == _BIG:
-                    big.append(child)
-                elif status == _NOT_REGULAR:
-                    skipped.append(Skipped(child, _special_kind(mode)))
-                else:
-                    kind = KIND_EXEC if mode & 0o111 else KIND_FILE
-                    entries.append(Entry(child, kind, digest, size, mtime_ns, atime_ns))
-                    share_bytes += size
-                done += 1
-        nbytes += share_bytes
-        if progress is not None and index > 0:  # this process's share reported as it went
-            progress(done, share_bytes)
+    # shares are contiguous slices of walk.rels, and a share with an error ends with its
+    # _ERROR record, so the concatenated records line up with walk.rels up to the first error
+    mine = sum(len(names) for _rel, names in shares[0])
+    done = 0
+    mine_bytes = 0
+    for child, record in zip(walk.rels, _REC.iter_unpack(b"".join(outputs)), strict=False):
+        status, digest, mode, size, mtime_ns, atime_ns = record
+        if status == _OK:
+            entries.append(
+                Entry(
+                    child,
+                    KIND_EXEC if mode & 0o111 else KIND_FILE,
+                    digest,
+                    size,
+                    mtime_ns,
+                    atime_ns,
+                )
+            )
+            nbytes += size
+        elif status == _BIG:
+            big.append(child)
+        elif status == _NOT_REGULAR:
+            skipped.append(Skipped(child, _special_kind(mode)))
+        else:
+            raise _error(os.path.join(root, child), size)
+        done += 1
+        if done == mine:
+            mine_bytes = nbytes
+    if done < walk.nfiles:
+        raise CacheError(f"hashing stopped before {show(os.path.join(root, walk.rels[done]))}")
+    if progress is not None and done > mine:  # this process's share reported as it went
+        progress(done - mine, nbytes - mine_bytes)
     for rel in big:
         entry = _hash_big(root, rel, factory, threads)
         entries.append(entry)
