@@ -102,10 +102,9 @@ def test_reasoning_then_calls(gen: int) -> None:
 @pytest.mark.parametrize("start", [SB, "<|tool_call_section_begin|>", "<|tool_call_begin|>"])
 def test_tool_marker_ends_unclosed_reasoning(gen: int, start: str) -> None:
     body = call("functions.read:0", '{"path": "a.txt"}')
-    text = "<think>I should read that file" + (start + body[len("<|tool_call_begin|>") :])
-    if start != "<|tool_call_begin|>":
-        text = "<think>I should read that file" + start + body
-    msg = run(text, gen, reasoning_parser=R)
+    if start == "<|tool_call_begin|>":  # a bare call: its own start marker ends reasoning
+        start = ""
+    msg = run("<think>I should read that file" + start + body, gen, reasoning_parser=R)
     assert msg.reasoning_content == "I should read that file"
     assert msg.content is None
     assert calls(msg) == [("functions.read:0", "read", {"path": "a.txt"})]
