@@ -16,11 +16,13 @@ it is followed by nothing but another call, a section marker or the end of outpu
 string was cut off). Arguments that are not valid JSON are kept as written (the call still
 stands). Outside strings a new call or a section marker also ends a call whose end marker is
 missing: a malformed call never swallows the next one. A call whose id is malformed is content,
-verbatim. Inside a section, blank text between calls is layout; other text is content.
+verbatim. A bare counter id (`0`) takes its name from the declared tools when exactly one fits.
+A repeated id in a section gets the next free index. Inside a section, blank text between calls
+is layout; other text is content.
 
 Reasoning (`kimi_k25`): `<think>` ... `</think>`, forced (the plan starts in reasoning, a leading
-`<think>` is only the opener); a tool-call start marker also ends it (the engines do that for
-every family).
+`<think>` is only the opener); a tool-call start marker also ends it, with or without a tool
+parser (`ReasoningGrammar.end_markers`).
 """
 
 from __future__ import annotations
