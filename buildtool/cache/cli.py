@@ -215,5 +215,5 @@ def run_cache_build(args: argparse.Namespace) -> int:
         )
         status = _execute(command, outcome.build_dir)
         # killed by a signal: it may have left half-written outputs, keep the marker
-        session.finish(completed=status >= 0)
+        session.finish(completed=status >= 0, succeeded=status == 0)
     return status if status >= 0 else 128 - status

@@ -13,8 +13,8 @@ import mmap
 import os
 import stat
 import struct
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from buildtool.cache.digest import (
@@ -52,6 +52,9 @@ class ScanResult:
     entries: tuple[Entry, ...]  # sorted by path bytes
     skipped: tuple[Skipped, ...]
     bytes_hashed: int
+    # mtime of every folder walked, taken before listing it: a later create, delete or rename
+    # inside it moves this mtime
+    dir_mtimes: Mapping[bytes, int] = field(default_factory=dict)
 
 
 ProgressHook = Callable[[int, int], None]  # (files done, bytes done) increments
@@ -81,12 +84,14 @@ class _Walk:
         self.dirs: list[_Dir] = []
         self.rels: list[bytes] = []  # relative paths of the files of `dirs`, in the same order
         self.nfiles = 0
+        self.dir_mtimes: dict[bytes, int] = {}
 
     def where(self, rel: bytes) -> str:
         return show(os.path.join(self.root, rel) if rel else self.root)
 
-    def run(self) -> None:
-        todo = [b""]
+    def run(self, start: Sequence[bytes] = (b"",), known: Collection[bytes] = ()) -> None:
+        """Walk from `start`; folders in `known` are listed only when they are in `start`."""
+        todo = list(start)
         while todo:
             rel = todo.pop()
             try:
@@ -96,7 +101,10 @@ class _Walk:
                     f"cannot read directory {self.where(rel)}: {exc.strerror}"
                 ) from exc
             try:
-                self._list(dfd, rel, todo)
+                self.dir_mtimes[rel] = os.fstat(dfd).st_mtime_ns
+                subdirs: list[bytes] = []
+                self._list(dfd, rel, subdirs)
+                todo.extend(d for d in subdirs if d not in known)
             finally:
                 os.close(dfd)
 
@@ -347,7 +355,50 @@ def scan(
             progress(0, entry.size)
     entries.sort(key=lambda e: e.path)
     skipped.sort(key=lambda s: s.path)
-    return ScanResult(tuple(entries), tuple(skipped), nbytes)
+    return ScanResult(tuple(entries), tuple(skipped), nbytes, walk.dir_mtimes)
+
+
+def added_inputs(root: bytes, rules: InputRules, before: ScanResult) -> list[Entry] | None:
+    """Inputs created since `before` (e.g. a Cargo.lock the build wrote), found by looking only
+    into folders whose mtime moved. None when an input disappeared, changed type or cannot be
+    told apart: then nothing may be amended."""
+    changed = []
+    for rel, mtime in before.dir_mtimes.items():
+        try:
+            st = os.stat(os.path.join(root, rel) if rel else root, follow_symlinks=False)
+        except OSError:
+            return None
+        if not stat.S_ISDIR(st.st_mode):
+            return None
+        if st.st_mtime_ns != mtime:
+            changed.append(rel)
+    if not changed:
+        return []
+    walk = _Walk(root, rules)
+    walk.run(changed, known=before.dir_mtimes.keys())
+    known = {e.path for e in before.entries}
+    known.update(s.path for s in before.skipped)
+    now = set(walk.rels)
+    now.update(e.path for e in walk.symlinks)
+    now.update(s.path for s in walk.skipped)
+    listed = set(changed)
+    for path in known:
+        if path.rpartition(b"/")[0] in listed and path not in now:
+            return None  # removed or renamed during the build
+    if any(s.path not in known for s in walk.skipped):
+        return None
+    added = [e for e in walk.symlinks if e.path not in known]
+    fresh = [(rel, [n for n in names if _join(rel, n) not in known]) for rel, names in walk.dirs]
+    fresh = [(rel, names) for rel, names in fresh if names]
+    records = _REC.iter_unpack(_hash_small(root, fresh, hasher_factory()))
+    for rel, names in fresh:
+        for name in names:
+            status, digest, mode, size, mtime_ns, atime_ns = next(records, (_ERROR,) * 6)
+            if status != _OK:
+                return None
+            kind = KIND_EXEC if mode & 0o111 else KIND_FILE
+            added.append(Entry(_join(rel, name), kind, digest, size, mtime_ns, atime_ns))
+    return added
 
 
 def default_jobs() -> int:

@@ -25,7 +25,7 @@ from buildtool.cache.inputs import STATE_DIR, InputRules, relative_inside
 from buildtool.cache.local import WORKTREE_NAME, sync
 from buildtool.cache.lock import CacheLock
 from buildtool.cache.progress import HashProgress
-from buildtool.cache.scan import ScanResult, Skipped, scan
+from buildtool.cache.scan import ScanResult, Skipped, added_inputs, scan
 from buildtool.cache.stamp import (
     Stamp,
     StampProblem,
@@ -173,6 +173,8 @@ class CacheSession:
         self.lock = CacheLock(self.where.state, config.lock_timeout, say)
         self.marker = os.path.join(self.where.state, MARKER_NAME)
         self._completed = False
+        self._found: ScanResult | None = None
+        self._stamp_time: int | None = None
 
     def _scan(self, root: bytes) -> ScanResult:
         bar = HashProgress(self.config.progress)
@@ -230,6 +232,7 @@ class CacheSession:
             write_paths(where.state, paths, paths_hash)
             write_stamp(where.state, Stamp(digest, paths_hash, decision.stamp_time, len(paths)))
         aligned = align(where.build_dir, copy_entries, decision.stamp_time)
+        self._found, self._stamp_time = found, decision.stamp_time
         if config.wait_for_stamp_time:
             self._wait_until(decision.stamp_time)
         return Outcome(
@@ -271,9 +274,31 @@ class CacheSession:
         except OSError as exc:
             raise CacheError(f"cannot write {show(self.marker)}: {exc.strerror}") from exc
 
-    def finish(self, completed: bool) -> None:
-        """Record how the build ended: only a build that ran to its end clears the marker."""
+    def finish(self, completed: bool, succeeded: bool = False) -> None:
+        """Record how the build ended: only a build that ran to its end clears the marker.
+
+        After a successful build, inputs the build itself created in the workspace (a
+        Cargo.lock on a first build) join the stamp, keeping T, so the next run of the same
+        bytes is unchanged. Inputs it modified or removed are left out: the next run sees
+        them as changed, the safe side.
+        """
         self._completed = completed
+        if succeeded and not self.config.local and self._found is not None:
+            self._amend(self._found)
+
+    def _amend(self, found: ScanResult) -> None:
+        where = self.where
+        added = added_inputs(where.workspace, where.rules, found)
+        if not added or self._stamp_time is None:
+            return
+        entries = sorted((*found.entries, *added), key=lambda e: e.path)
+        paths = [e.path for e in entries]
+        paths_hash = path_list_hash(paths)
+        digest = inputs_digest(entries)
+        write_paths(where.state, paths, paths_hash)
+        write_stamp(where.state, Stamp(digest, paths_hash, self._stamp_time, len(paths)))
+        names = ", ".join(show(e.path) for e in added[:3]) + (", ..." if len(added) > 3 else "")
+        self.say(f"the build created {len(added)} input(s), now part of the stamp: {names}")
 
     def __exit__(
         self,

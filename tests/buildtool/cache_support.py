@@ -63,7 +63,7 @@ def in_process(
     session = CacheSession(config, say)
     with session as outcome:
         build(outcome.build_dir)
-        session.finish(completed=True)
+        session.finish(completed=True, succeeded=True)
     return outcome
 
 

@@ -77,8 +77,11 @@ def test_two_checkouts_share_a_target_folder(tmp_path: Path, cargo_env: dict[str
     env = {**cargo_env, "CARGO_TARGET_DIR": str(target)}
     cargo = ["cargo", "build", "-v"]
     a = checkout(tmp_path / "a", "core-A", "alpha")
-    run_helper(a, target, cargo, env=env)
+    first = run_helper(a, target, cargo, env=env)
     assert runs(target) == "core-A alpha\n"
+    # cargo wrote Cargo.lock into the checkout: it joined the stamp, the next run is a no-op
+    assert "now part of the stamp: Cargo.lock" in first.stderr
+    assert "Compiling" not in run_helper(a, target, cargo, env=env).stderr
 
     b = checkout(tmp_path / "b", "core-B", "bravo")  # same sizes, new function body and words
     age_tree(b, time.time() - TWO_HOURS)

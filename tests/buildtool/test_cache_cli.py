@@ -246,3 +246,38 @@ def test_missing_blake3_is_a_clear_error(ws: Path, tmp_path: Path) -> None:
     )
     assert done.returncode == 2
     assert "the Python package 'blake3' is not installed" in done.stderr
+
+
+def test_inputs_the_build_creates_join_the_stamp(ws: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "c"
+    # a first build that writes a lock file and a new folder into the workspace (cargo, npm)
+    script = "echo pinned > build.lock; mkdir -p gen/sub; echo g > gen/sub/x"
+    first = run_helper(ws, cache, ["sh", "-c", script])
+    assert "the build created 2 input(s), now part of the stamp: build.lock, gen/sub/x" in (
+        first.stderr
+    )
+    stamp = (cache / ".buildtool" / "stamp").read_text()
+    again = run_helper(ws, cache, ["true"])
+    assert "unchanged" in again.stderr and "4 inputs hashed" in again.stderr
+    assert f"stamp time {stamp.split('time ')[1].split()[0]}" in again.stderr
+
+
+@pytest.mark.parametrize(
+    "script",
+    ["echo changed > src/a.txt", "rm src/a.txt", "mv src/a.txt src/b.txt; echo n > new.txt"],
+    ids=["modified", "deleted", "renamed"],
+)
+def test_inputs_the_build_modifies_or_removes_mean_changed(
+    ws: Path, tmp_path: Path, script: str
+) -> None:
+    cache = tmp_path / "c"
+    run_helper(ws, cache, ["sh", "-c", script])
+    again = run_helper(ws, cache, ["true"])
+    assert "changed (inputs changed)" in again.stderr
+
+
+def test_a_failed_build_amends_nothing(ws: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "c"
+    failed = run_helper(ws, cache, ["sh", "-c", "echo x > made.txt; exit 3"], check=False)
+    assert failed.returncode == 3 and "the build created" not in failed.stderr
+    assert "changed (inputs changed)" in run_helper(ws, cache, ["true"]).stderr
