@@ -21,14 +21,20 @@ _LITERALS = ("true", "false", "null")
 _ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
+
+
 def dumps(value: object) -> str:
     """Canonical JSON text: compact, non-ASCII kept (OpenAI `arguments` wire format)."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 def escape_text(text: str) -> str:
     """The inside of a JSON string literal for `text` (no surrounding quotes)."""
-    return json.dumps(text, ensure_ascii=False)[1:-1]
+    if _NEEDS_ESCAPE.search(text) is None:
+        return text  # the common case: nothing to escape
+    return _ENCODER.encode(text)[1:-1]
 
 
 class JsonError(ValueError):
