@@ -119,14 +119,20 @@ def run_build(
     return rc, progress.steps
 
 
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def failure_message(target: str, steps: Sequence[plainlog.Step], log_path: Path, rc: int) -> str:
+    """The failing step (clipped), BuildKit's error, that step's last output lines, the log path."""
     failed = [s for s in steps if s.status == "error"]
     if not failed:
         return f"building {target} failed (exit status {rc}); full log: {log_path}"
     step = failed[0]
-    tail = "\n".join(f"    {line}" for line in step.output[-30:])
+    tail = "\n".join(f"    {line}" for line in step.output[-30:] if line.strip())
     return (
-        f"building {target} failed at {step.name}\n  {step.error}\n{tail}\n  full log: {log_path}"
+        f"building {target} failed at {_clip(step.name, 100)}\n"
+        f"  {_clip(step.error or '', 300)}\n{tail}\n  full log: {log_path}"
     )
 
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from buildtool.images import plainlog
+from buildtool.images.build import failure_message
 
 LOG = """\
 #1 [internal] load build definition from Dockerfile
@@ -67,3 +70,16 @@ def test_incremental_feed_matches_whole_parse() -> None:
     assert [s.status for s in progress.steps] == [
         s.status for s in plainlog.parse(LOG.splitlines())
     ]
+
+
+def test_failure_message_names_the_step_and_shows_its_output(tmp_path: Path) -> None:
+    steps = plainlog.parse(LOG.splitlines())
+    next(s for s in steps if s.number == 15).output = [
+        "x" * 10,
+        "artifact: error: no console script",
+    ]
+    message = failure_message("sidecar-vllm", steps, tmp_path / "v.log", 1)
+    assert "failed at [sidecar-vllm 1/1] RUN pip install" in message
+    assert "exit code: 1" in message and "artifact: error: no console script" in message
+    assert str(tmp_path / "v.log") in message
+    assert "exit status 7" in failure_message("sidecar-vllm", [], tmp_path / "v.log", 7)
