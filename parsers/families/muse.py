@@ -85,6 +85,16 @@ def _header_tail(text: str, prev: str, complete: bool) -> int:
     trailing blanks. complete=False: how much of the tail could still become a header.
     """
     j = len(text)
+    # Fast path (most calls): no blank at the end and no `to=` that could start a header.
+    if (
+        not complete
+        and j
+        and text[-1] not in _HSPACE
+        and text[-1] != "t"
+        and not text.endswith("to")
+        and "to=" not in text[-_MAX_HEADER:]
+    ):
+        return j
     while j > 0 and text[j - 1] in _HSPACE:
         j -= 1
     k = j
@@ -92,7 +102,7 @@ def _header_tail(text: str, prev: str, complete: bool) -> int:
         k -= 1
     run = text[k:j]
     before = text[k - 1] if k > 0 else prev
-    if run and (before == "" or before.isspace()):
+    if run and len(run) <= _MAX_HEADER and (before == "" or before.isspace()):
         ok = run.startswith("to=") and len(run) > 3 if complete else run[:3] == "to="[: len(run)]
         if ok:
             j = k
