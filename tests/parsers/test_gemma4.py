@@ -122,6 +122,18 @@ def test_prefilled_prompt_starts_in_reasoning(gen: int) -> None:
     assert (msg.reasoning_content, msg.content) == ("though", "A.")
 
 
+@GENS
+def test_prefill_split_close_marker_then_call(gen: int) -> None:
+    """Prompt prefilled the channel; `<channel|>` arrives split; the call after it is parsed."""
+    prompt = "<start_of_turn>model\n<|channel>thought"
+    chunks = ["\nI should look it up<", "channel|>", call_text(f"city:{D}Oslo{D}", "get_weather")]
+    kw: dict[str, Any] = {"tool_parser": G, "reasoning_parser": G, "prompt": prompt}
+    msg = stream(chunks, generation=gen, **kw)
+    assert msg.route == ROUTE[gen]
+    assert msg.reasoning_content == "I should look it up"
+    assert (msg.content, calls(msg)) == (None, [("get_weather", {"city": "Oslo"})])
+
+
 # --- the argument grammar ------------------------------------------------------------------
 
 
