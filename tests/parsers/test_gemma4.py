@@ -504,3 +504,26 @@ def test_every_truncation_gives_valid_json_arguments(gen: int) -> None:
             json.loads(call.arguments)
         if gen == 1 and "<tool_call|>" not in text[:k]:
             assert msg.content == (text[:k] or None)  # V1: an unfinished call is content
+
+
+SOUP = [
+    *("<|tool_call>", "call:", "f", "{", "}", "[", "]", ":", ",", D, '<|"', "|>", "<tool_call|>"),
+    *("<turn|>", "<|channel>", "thought\n", "<channel|>", "true", "nil", "3.", "5", " ", "\n"),
+    *("a", "x y", '"', "'", "`", "<", "é"),
+]
+
+
+@GENS
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_token_soup_is_chunk_invariant_with_valid_arguments(gen: int, data: st.DataObject) -> None:
+    """Random mixes of markers and fragments: no error, valid JSON, any chunking agrees."""
+    text = "".join(data.draw(st.lists(st.sampled_from(SOUP), min_size=1, max_size=25)))
+    kw: dict[str, Any] = {"tool_parser": G, "reasoning_parser": G, "generation": gen}
+    kw["thinking"] = data.draw(st.sampled_from([True, None]))
+    msg = parse(text, id_factory=counter_ids(), **kw)
+    for call in msg.tool_calls:
+        json.loads(call.arguments)
+    cuts = sorted(set(data.draw(st.lists(st.integers(0, len(text)), max_size=6))))
+    chunks = [text[x:y] for x, y in itertools.pairwise([0, *cuts, len(text)])]
+    assert stream(chunks, id_factory=counter_ids(), **kw) == msg

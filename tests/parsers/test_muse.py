@@ -7,10 +7,13 @@ is checked against a character-by-character stream of the same text.
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from parsers import ConfigError, ParsedMessage, StreamParser, parse, stream
 from parsers.ids import counter_ids
@@ -395,3 +398,25 @@ def test_every_truncation_gives_valid_json_arguments() -> None:
             assert set(args) <= {"location"}
             # the value is the text written so far (a cut closing tag is text at the end)
             assert "Paris</atem:parameter>".startswith(args.get("location", ""))
+
+
+SOUP = [
+    *("<|start|>", "assistant", " to=", "to=", "self", "user", "f", "f.f", "<|message|>"),
+    *("<|eom|>", "<|eot|>", "<atem:function_calls>", "</atem:function_calls>"),
+    *('<atem:invoke name="f">', "</atem:invoke>", '<atem:parameter name="k">'),
+    *("</atem:parameter>", "42", '{"a": [1]}', " ", "\n", "hi", '"', "'", "`", "<", "é", "<|"),
+]
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_token_soup_is_chunk_invariant_with_valid_arguments(data: st.DataObject) -> None:
+    """Random mixes of markers and fragments: no error, valid JSON, any chunking agrees."""
+    text = "".join(data.draw(st.lists(st.sampled_from(SOUP), min_size=1, max_size=25)))
+    kw: dict[str, Any] = {"tool_parser": M, "reasoning_parser": M, "tools": WEATHER}
+    msg = parse(text, id_factory=counter_ids(), **kw)
+    for call in msg.tool_calls:
+        json.loads(call.arguments)
+    cuts = sorted(set(data.draw(st.lists(st.integers(0, len(text)), max_size=6))))
+    chunks = [text[x:y] for x, y in itertools.pairwise([0, *cuts, len(text)])]
+    assert stream(chunks, id_factory=counter_ids(), **kw) == msg
