@@ -121,19 +121,30 @@ def test_two_helpers_on_one_cache_at_once(tmp_path: Path) -> None:
     results = tmp_path / "results"
     results.mkdir()
 
+    go = tmp_path / "go"
+
     def build(name: str) -> list[str]:
-        # the copy inside the command records what this helper's build produced
-        script = f'make -s OUT="{out}" && sleep 0.5 && cp "{out}/all.txt" "{results}/{name}"'
+        # the first build holds the cache until the test saw the second one wait; the copy
+        # records what each helper's own build produced
+        script = (
+            f'make -s OUT="{out}" && while [ ! -e "{go}" ]; do sleep 0.02; done'
+            f' && cp "{out}/all.txt" "{results}/{name}"'
+        )
         return ["sh", "-c", script]
 
     first = subprocess.Popen(helper_cmd(a, out, build("a")), stderr=subprocess.PIPE, text=True)
-    deadline = time.time() + 30
+    deadline = time.time() + 60
     while not (out / ".buildtool" / "building").exists():
         assert time.time() < deadline and first.poll() is None
         time.sleep(0.01)
     second = subprocess.Popen(helper_cmd(b, out, build("b")), stderr=subprocess.PIPE, text=True)
+    assert second.stderr is not None
+    said = second.stderr.readline()  # blocks until the second helper reports
+    assert "waiting for the cache lock" in said and f"{out}/.buildtool/lock" in said
+    go.touch()
     _, err_a = first.communicate(timeout=60)
-    _, err_b = second.communicate(timeout=60)
+    rest_b = second.communicate(timeout=60)[1]
+    err_b = said + rest_b
     assert first.returncode == 0 and second.returncode == 0, (err_a, err_b)
     assert "waiting for the cache lock" in err_b and "got the cache lock" in err_b
     assert "waiting" not in err_a
