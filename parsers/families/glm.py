@@ -183,7 +183,7 @@ class GlmScanner(CallScanner):
             elif st == "pending":
                 pend = self._pending
                 assert pend is not None
-                stripped = buf.text.lstrip("\r\n")
+                stripped = buf.text.lstrip(" \t\r\n")  # the first visible character decides
                 m = _VALUE_END.search(buf.text)
                 if m is not None and len(buf.text) - len(stripped) >= m.start():
                     # empty value
