@@ -11,13 +11,12 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from parsers.errors import ConfigError
 from parsers.settings import load_settings
-from sidecar.config import DEFAULT_MAX_BODY_BYTES, SidecarConfig
-from sidecar.engine_client import Timeouts
+from sidecar.config import DEFAULT_MAX_BODY_BYTES, SidecarConfig, Timeouts
 from sidecar.engines import ENGINES
 from sidecar.engines.base import EngineAdapter
 from sidecar.engines.sglang import SGLangAdapter
@@ -84,7 +83,7 @@ def make_adapter(engine: str, args: argparse.Namespace) -> EngineAdapter:
 
 
 def configure(
-    engine: str, args: argparse.Namespace, environ: dict[str, str]
+    engine: str, args: argparse.Namespace, environ: Mapping[str, str]
 ) -> tuple[SidecarConfig, EngineAdapter, ChatTemplate]:
     """Validate everything; raises ConfigError / TemplateError with a message naming the cause."""
     if not args.engine_url.startswith(("http://", "https://")):
@@ -111,14 +110,21 @@ def configure(
     return config, make_adapter(engine, args), template
 
 
-def main(argv: Sequence[str] | None = None, engine: str | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None,
+    engine: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> int:
+    """Run a sidecar; `environ` (default: the process environment) is read here only."""
     args = _parser(engine).parse_args(argv)
     engine = engine or args.engine
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     try:
-        config, adapter, template = configure(engine, args, dict(os.environ))
+        config, adapter, template = configure(
+            engine, args, os.environ if environ is None else environ
+        )
     except (ConfigError, TemplateError) as exc:
         print(f"sidecar-{engine}: configuration error: {exc}", file=sys.stderr)
         return EXIT_CONFIG

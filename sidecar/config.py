@@ -5,9 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from parsers.settings import ParserSettings
-from sidecar.engine_client import Timeouts
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    connect: float = 5.0
+    read: float = 300.0  # longest silence allowed between two engine events
+    health: float = 2.0
 
 
 @dataclass(frozen=True)

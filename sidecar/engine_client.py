@@ -5,24 +5,17 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import anyio
 import httpx
 
+from sidecar.config import Timeouts
 from sidecar.engines.base import EngineAdapter, EngineEvent, EngineRequest, malformed
 from sidecar.errors import EngineError
 from sidecar.sse import DONE, SSEDecoder
 
 log = logging.getLogger("sidecar.engine")
-
-
-@dataclass(frozen=True)
-class Timeouts:
-    connect: float = 5.0
-    read: float = 300.0  # longest silence allowed between two engine events
-    health: float = 2.0
 
 
 def _error_message(body: bytes) -> str:

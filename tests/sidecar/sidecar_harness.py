@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 
 from parsers.settings import load_settings
 from sidecar.app import build_app
-from sidecar.config import SidecarConfig
-from sidecar.engine_client import Timeouts
+from sidecar.config import SidecarConfig, Timeouts
 from sidecar.engines import ENGINES
 from sidecar.engines.base import EngineAdapter
 from sidecar.engines.sglang import SGLangAdapter

@@ -15,9 +15,13 @@ import httpx
 import openai
 import pytest
 
+from sidecar.cli import main
 from sidecar.fake_engine import FakeEngine, RunningServer, Script, serve_in_thread
 
 BIN = Path(sys.executable).parent
+INDEPENDENT = pytest.mark.parser_mode_independent(
+    reason="the subprocess environment is set explicitly by the test"
+)
 
 
 def _script(name: str) -> str:
@@ -60,10 +64,17 @@ BAD_CONFIGS: list[tuple[dict[bytes, bytes], list[str], str]] = [
 ]  # fmt: skip
 
 
+# One subprocess per kind of startup error (a real process start is slow on a shared
+# machine); every configuration above also runs in-process below through the same `main`.
+SUBPROCESS_CASES = [0, 5, 6, 8, 9, 11, 13, 14]
+
+
+@INDEPENDENT
 def test_bad_configuration_exits_before_listening() -> None:
-    """Every bad configuration: non-zero exit, the variable or flag named, never listening."""
+    """Bad configurations as real processes: exit 2, the variable or flag named, never listening."""
     procs = []
-    for i, (env, flags, named) in enumerate(BAD_CONFIGS):
+    for i in SUBPROCESS_CASES:
+        env, flags, named = BAD_CONFIGS[i]
         engine = ("vllm", "sglang", "trtllm")[i % 3]
         port = _free_port()
         cmd = [_script(f"sidecar-{engine}"), "--engine-url", "http://127.0.0.1:9",
@@ -71,7 +82,7 @@ def test_bad_configuration_exits_before_listening() -> None:
         procs.append((subprocess.Popen(cmd, env=_env(env), stderr=subprocess.PIPE,
                                        stdout=subprocess.PIPE), named, port))  # fmt: skip
     for proc, named, port in procs:
-        out, err = proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=120)
         stderr = err.decode("utf-8", "replace")
         assert proc.returncode == 2, (named, stderr)
         assert named in stderr, stderr
@@ -81,6 +92,28 @@ def test_bad_configuration_exits_before_listening() -> None:
             assert s.connect_ex(("127.0.0.1", port)) != 0
 
 
+@INDEPENDENT
+@pytest.mark.parametrize(("env", "flags", "named"), BAD_CONFIGS)
+def test_bad_configuration_is_refused_by_main(
+    env: dict[bytes, bytes],
+    flags: list[str],
+    named: str,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def no_server(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the server was started despite a bad configuration")
+
+    monkeypatch.setattr("uvicorn.run", no_server)
+    # Python decodes a non-UTF-8 environment value with surrogate escapes; so does this.
+    environ = {k.decode(): v.decode("utf-8", "surrogateescape") for k, v in env.items()}
+    argv = ["trtllm", "--engine-url", "http://127.0.0.1:9", "--model", "m", *flags]
+    assert main(argv, environ=environ) == 2
+    err = capsys.readouterr().err
+    assert named in err and "configuration error" in err
+
+
+@INDEPENDENT
 def test_check_config_validates_and_exits() -> None:
     ok = subprocess.run(
         [_script("sidecar"), "sglang", "--engine-url", "http://127.0.0.1:9", "--model", "m",
@@ -97,6 +130,7 @@ def test_check_config_validates_and_exits() -> None:
     assert bad.returncode == 2 and "--engine-url" in bad.stderr
 
 
+@INDEPENDENT
 def test_alias_true_selects_v2_with_a_deprecation_warning() -> None:
     run = subprocess.run(
         [_script("sidecar-vllm"), "--engine-url", "http://127.0.0.1:9", "--model", "m",
@@ -117,6 +151,7 @@ def fake_vllm() -> Iterator[tuple[FakeEngine, RunningServer]]:
     server.stop()
 
 
+@INDEPENDENT
 def test_console_script_serves_requests(fake_vllm: tuple[FakeEngine, RunningServer]) -> None:
     engine, server = fake_vllm
     port = _free_port()
@@ -148,3 +183,55 @@ def test_console_script_serves_requests(fake_vllm: tuple[FakeEngine, RunningServ
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def _start_sidecar(
+    engine_url: str, env: Mapping[str, str], *flags: str
+) -> tuple[subprocess.Popen[bytes], str]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [_script("sidecar-sglang"), "--engine-url", engine_url, "--model", "m",
+         "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", *flags],
+        env=dict(env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            if httpx.get(f"{base}/live", timeout=1).status_code == 200:
+                return proc, base
+        except httpx.TransportError:
+            pass
+        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
+        assert time.monotonic() < deadline, "sidecar did not start"
+        time.sleep(0.1)
+
+
+# DYN_PARSER_VERSION -> (route for tool_choice auto, route for a forced choice), Qwen3-Coder
+MODE_ROUTES = {None: ("parser_v2", "legacy_jail"), "1": ("legacy_jail", "legacy_jail"),
+               "2": ("parser_v2", "parser_v2")}  # fmt: skip
+
+
+@INDEPENDENT
+@pytest.mark.parametrize("mode", [None, "1", "2"], ids=["unset", "v1", "v2"])
+def test_route_follows_the_environment_the_cli_starts_with(mode: str | None) -> None:
+    """The real CLI reads DYN_PARSER_VERSION from its environment at startup."""
+    engine = FakeEngine("sglang", default=Script('{"location": "Paris"}'))
+    server = serve_in_thread(engine.app)
+    env = _env({b"DYN_PARSER_VERSION": mode.encode()} if mode else {})
+    proc, base = _start_sidecar(server.url, env, "--tool-call-parser", "qwen3_coder")
+    try:
+        client = openai.OpenAI(base_url=f"{base}/v1", api_key="x", max_retries=0)
+        tools = [{"type": "function", "function": {"name": "get_weather"}}]
+        routes = []
+        for choice in ("auto", "required"):
+            raw = client.chat.completions.with_raw_response.create(
+                model="m", messages=[{"role": "user", "content": "hi"}], tools=tools,
+                tool_choice=choice,
+            )  # fmt: skip
+            routes.append(raw.headers["x-parser-route"])
+        assert tuple(routes) == MODE_ROUTES[mode]
+    finally:
+        proc.terminate()
+        proc.wait(10)
+        server.stop()

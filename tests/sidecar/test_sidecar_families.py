@@ -26,6 +26,10 @@ from parsers.families import reasoning_grammar, tool_grammar
 from parsers.registry import REASONING_PARSERS, TOOL_PARSERS
 from sidecar.fake_engine import Script
 
+pytestmark = pytest.mark.parser_mode_independent(
+    reason="each case sets DYN_PARSER_VERSION explicitly and asserts its route"
+)
+
 WEATHER = {
     "type": "function",
     "function": {

@@ -19,6 +19,10 @@ from sidecar_harness import MODEL, Deployment
 
 from sidecar.fake_engine import Script
 
+pytestmark = pytest.mark.parser_mode_independent(
+    reason="each sidecar is configured with an explicit DYN_PARSER_VERSION"
+)
+
 USER = [{"role": "user", "content": "hello"}]
 TOOLS = [
     {

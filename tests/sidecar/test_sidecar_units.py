@@ -23,6 +23,10 @@ from sidecar.prompt import ChatTemplate
 from sidecar.request import Sampling, decode_body, parse_chat_request
 from sidecar.sse import SSEDecoder
 
+pytestmark = pytest.mark.parser_mode_independent(
+    reason="pure sidecar pieces; parser settings are passed explicitly"
+)
+
 TOOLS: tuple[dict[str, Any], ...] = (
     {
         "type": "function",
