@@ -278,12 +278,13 @@ PREFILLS = [
     ("muse", "muse", True, "<|start|>assistant"),
     ("gemma4", "gemma4", True, "<|turn>model"),
     ("qwen3_coder", "qwen3", True, "<|im_start|>assistant"),
+    (None, None, True, "<|im_start|>assistant"),
 ]
 
 
 @pytest.mark.parametrize(("tool", "reasoning", "thinking", "tail"), PREFILLS)
 def test_builtin_templates_write_the_generation_prompt(
-    tool: str, reasoning: str, thinking: bool, tail: str
+    tool: str | None, reasoning: str | None, thinking: bool, tail: str
 ) -> None:
     settings = load_settings({}, tool_parser=tool, reasoning_parser=reasoning)
     template = ChatTemplate.builtin(settings.family, settings.tool_parser)
