@@ -21,7 +21,8 @@ pytestmark = [
 ]
 
 SOURCE = Path(__file__).with_name("test_default_route.py")
-TEST = "test_default_route.py::test_qwen3_coder_auto_routes_through_v2_by_default"
+# Another name than the original's: the outer session has already imported that module.
+TEST = "test_copied_default_route.py::test_qwen3_coder_auto_routes_through_v2_by_default"
 DEFAULT_TO_V1 = """
 import parsers.routing
 
@@ -31,7 +32,7 @@ parsers.routing.V2_DEFAULT_TOOL_PARSERS = frozenset()
 
 
 def _inner(pytester: pytest.Pytester) -> pytest.HookRecorder:
-    pytester.makepyfile(test_default_route=SOURCE.read_text())
+    pytester.makepyfile(test_copied_default_route=SOURCE.read_text())
     return pytester.inline_run(TEST)
 
 
