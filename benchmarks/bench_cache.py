@@ -67,6 +67,7 @@ def make_workspace(root: Path, count: int, total: int) -> None:
 
 def bench_large(tmp: Path, mib: int, jobs: int) -> list[tuple[str, str]]:
     files = make_big(tmp / "big", mib)
+    os.sync()  # measure files at rest, not against their own write-back
     total = sum(f.stat().st_size for f in files)
     rules = InputRules.build([], ())
     root = os.fsencode(tmp / "big")
@@ -87,6 +88,7 @@ def bench_large(tmp: Path, mib: int, jobs: int) -> list[tuple[str, str]]:
 def bench_noop(tmp: Path, count: int, total: int, jobs: int) -> list[tuple[str, str]]:
     ws = tmp / "ws"
     make_workspace(ws, count, total)
+    os.sync()
     cache = tmp / "cache"
     settings = CacheConfig(
         workspace=os.fsencode(ws), cache=os.fsencode(cache), jobs=jobs, wait_for_stamp_time=False
@@ -99,6 +101,7 @@ def bench_noop(tmp: Path, count: int, total: int, jobs: int) -> list[tuple[str, 
         return outcome.aligned
 
     session()  # first stamp, aligns everything
+    os.sync()
     aligned = session()
     assert aligned == 0
     noop = best_of(5, session)
@@ -183,6 +186,8 @@ def main() -> int:
         harness = run_harness(args.harness)
         failed = "FAILED" in harness[0][1]
         rows += harness
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    rows.append(("load average (1/5/15 min)", f"{load} on {os.cpu_count()} cores"))
     width = max(len(name) for name, _ in rows)
     print("build cache benchmarks")
     for name, value in rows:
