@@ -63,6 +63,7 @@ class Case:
     tools: tuple[dict[str, Any], ...] = (WEATHER,)
     extra: dict[str, Any] = field(default_factory=dict)  # request fields (thinking, ...)
     calls: tuple[str, ...] = ("get_weather",)  # tool names the output must yield
+    reasoning: str | None = None  # the reasoning the output holds (prefill-aware)
 
 
 CASES = [
@@ -73,6 +74,7 @@ CASES = [
         '<think>Need weather.</think>Checking.<tool_call>\n{"name": "get_weather", '
         '"arguments": {"location": "Paris", "days": 3}}\n</tool_call>',
         "legacy_jail",
+        reasoning="Need weather.",
     ),
     Case(
         "qwen3-hermes-v2",
@@ -82,6 +84,7 @@ CASES = [
         '<tool_call>\n{"name": "get_weather", "arguments": {"location": "Paris"}}\n</tool_call>',
         "parser_v2",
         version="2",
+        reasoning="Need weather.",
     ),
     Case(
         "qwen3-coder",
@@ -99,6 +102,7 @@ CASES = [
         "<arg_key>location</arg_key><arg_value>Paris</arg_value><arg_key>days</arg_key>"
         "<arg_value>4</arg_value></tool_call>",
         "legacy_jail",
+        reasoning="The user wants weather.",
     ),
     Case(
         "deepseek-v4",
@@ -109,6 +113,7 @@ CASES = [
         f'<{DSML}parameter name="days" string="false">5</{DSML}parameter>\n'
         f"</{DSML}invoke>\n</{DSML}tool_calls>",
         "legacy_jail",
+        reasoning="Look it up.",
     ),
     Case(
         "deepseek-v41",
@@ -118,6 +123,7 @@ CASES = [
         f'<{DSML} parameter name="location" string="true">Paris</{DSML} parameter>\n'
         f"</{DSML} invoke>\n</{DSML} calls>",
         "parser_v2",
+        reasoning="Look it up.",
     ),
     Case(
         "kimi-k2",
@@ -127,6 +133,7 @@ CASES = [
         'functions.get_weather:0<|tool_call_argument_begin|>{"location": "Paris"}'
         "<|tool_call_end|><|tool_calls_section_end|>",
         "legacy_jail",
+        reasoning="Let me check.",
     ),
     Case(
         "kimi-k2-v2",
@@ -137,6 +144,7 @@ CASES = [
         "<|tool_call_end|><|tool_calls_section_end|>",
         "parser_v2",
         version="2",
+        reasoning="Let me check.",
     ),
     Case(
         "kimi-k3",
@@ -149,6 +157,7 @@ CASES = [
         "legacy_jail",
         tools=(CALC,),
         calls=("calc",),
+        reasoning="use the calculator",
     ),
     Case(
         "gemma4",
@@ -158,6 +167,7 @@ CASES = [
         '<|"|>,days:42}<tool_call|>',
         "legacy_jail",
         extra={"thinking": True},
+        reasoning="step",
     ),
     Case(
         "muse",
@@ -168,6 +178,7 @@ CASES = [
         '"location">Paris</atem:parameter>\n</atem:invoke>\n</atem:function_calls><|eom|>'
         "<|start|>assistant to=user<|message|>It's 18C.<|eot|>",
         "parser_v2",
+        reasoning="Look it up.",
     ),
     Case(
         "qwen3-coder-named",
@@ -347,6 +358,7 @@ def _check(got: Received, expected: parsers.ParsedMessage, case: Case) -> None:
     assert got.route == case.route == expected.route
     assert (got.content or None) == (expected.content or None)
     assert (got.reasoning or None) == (expected.reasoning_content or None)
+    assert got.reasoning == case.reasoning
     assert [name for _, name, _ in got.calls] == [c.name for c in expected.tool_calls]
     assert [name for _, name, _ in got.calls] == list(case.calls)
     for (_, _, arguments), call in zip(got.calls, expected.tool_calls, strict=True):
