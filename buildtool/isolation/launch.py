@@ -12,8 +12,10 @@ import json
 import os
 import select
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -39,13 +41,31 @@ def default_launcher() -> Launcher:
     return "spawn"
 
 
+def bytecode_cache(fallback: Path) -> Path:
+    """This user's bytecode cache for isolated children, kept across runs (pyc files are
+    validated against their sources, and written atomically, so sharing is safe); `fallback`
+    (the session's temporary directory) when that directory is not safely ours."""
+    getuid = getattr(os, "getuid", None)
+    if getuid is None:
+        return fallback
+    path = Path(tempfile.gettempdir()) / f"pytest-isolated-pycache-{getuid()}"
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+        info = path.lstat()
+    except OSError:
+        return fallback
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != getuid() or info.st_mode & 0o022:
+        return fallback
+    return path
+
+
 def interpreter_flags(private_pycache: Path) -> list[str]:
     """The parent interpreter's flags that change behaviour, for the interpreters we start.
 
     A parent that writes no bytecode (-B, PYTHONDONTWRITEBYTECODE) must not get .pyc files in
     its source tree from us either; but recompiling (and assertion-rewriting) every project
     module in every child is the largest cost of a child. So children write their bytecode to
-    a private cache under the session's temporary directory instead (pycache_prefix).
+    a private cache outside the source tree instead (pycache_prefix; see `bytecode_cache`).
     """
     flags: list[str] = []
     if sys.flags.dont_write_bytecode and not sys.pycache_prefix:
@@ -245,7 +265,7 @@ class Launchers:
         self._preload = preload
         self._max = max(1, max_servers)
         self._servers: OrderedDict[tuple[tuple[str, str], ...], ForkServer] = OrderedDict()
-        self._flags = interpreter_flags(workdir / "pycache")
+        self._flags = interpreter_flags(bytecode_cache(workdir / "pycache"))
         self.started: list[ServerInfo] = []
 
     def run(self, request: ChildRequest, timeout: float) -> tuple[ChildExit, str]:
