@@ -235,3 +235,20 @@ def test_route_follows_the_environment_the_cli_starts_with(mode: str | None) -> 
         proc.terminate()
         proc.wait(10)
         server.stop()
+
+
+@INDEPENDENT
+def test_chat_template_file_is_validated_at_startup(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("uvicorn.run", lambda *a, **k: pytest.fail("server started"))
+    broken = tmp_path / "broken.jinja"
+    broken.write_text("{% for m in messages %}{{ m.content }}\n", encoding="utf-8")
+    argv = ["vllm", "--engine-url", "http://127.0.0.1:9", "--model", "m"]
+    assert main([*argv, "--chat-template", str(broken)], environ={}) == 2
+    err = capsys.readouterr().err
+    assert str(broken) in err and "line" in err
+    good = tmp_path / "good.jinja"
+    good.write_text("{% for m in messages %}{{ m.content }}{% endfor %}", encoding="utf-8")
+    assert main([*argv, "--chat-template", str(good), "--check-config"], environ={}) == 0
+    assert str(good) in capsys.readouterr().out
