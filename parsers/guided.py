@@ -152,7 +152,8 @@ class JsonCallObject:
                     self.error = "expected ':'"
                     break
                 i += 1
-                r = JsonValueReader(keep_strings=True)
+                # arguments keep the model's spacing (`{"a": 1}` stays as written)
+                r = JsonValueReader(keep_strings=True, keep_space=self._key in ARG_KEYS)
                 self._reader = r
                 if self._key in ARG_KEYS and self._args_reader is None:
                     self._args_reader = r
@@ -267,7 +268,7 @@ class GuidedScanner(CallScanner):
                 continue
             if st == "start":
                 if self._named is not None and c == "{":
-                    self._args = JsonValueReader()
+                    self._args = JsonValueReader(keep_space=True)
                     events.append(CallBegin(self._named))
                     self._committed = True
                     self._state = "args"

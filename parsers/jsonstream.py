@@ -2,7 +2,9 @@
 
 `JsonValueReader` reads exactly one JSON value from text fed in arbitrary chunks and writes
 its canonical form as it goes: no insignificant whitespace, strings re-escaped the way
-`json.dumps(..., ensure_ascii=False)` does, numbers kept as written. String text is written as
+`json.dumps(..., ensure_ascii=False)` does, numbers kept as written. With `keep_space` the
+blanks between tokens are kept as the model wrote them (Hermes-style JSON arguments: the
+model's `{"a": 1}` stays `{"a": 1}`, a compact `{"a":1}` stays compact). String text is written as
 it arrives, punctuation right away, numbers and literals once complete; so every output prefix
 is a prefix of the final canonical text, which is also the `arguments` string of the call.
 `canonical_json` runs the same reader over a whole text, so batch and stream agree exactly.
@@ -67,11 +69,13 @@ class JsonValueReader:
         "done",
         "error",
         "first",
+        "keep_space",
         "keep_strings",
         "string_value",
     )
 
-    def __init__(self, keep_strings: bool = False) -> None:
+    def __init__(self, keep_strings: bool = False, keep_space: bool = False) -> None:
+        self.keep_space = keep_space
         self._stack: list[str] = []  # "{" or "["
         # what the reader expects next: "value", "key" (or "}" when first), "colon", "comma"
         self._expect = "value"
@@ -223,6 +227,13 @@ class JsonValueReader:
                 continue  # re-read c in the new state
             if c in _WS:
                 i += 1
+                if self.keep_space and self._stack:
+                    # blanks inside the value are kept as written (separators included);
+                    # after a pending separator or key they wait with it
+                    if self._pending:
+                        self._pending += c
+                    else:
+                        out.append(c)
                 continue
             if not self.first:
                 self.first = c

@@ -75,7 +75,7 @@ def test_stream_parser_lifecycle_and_delta_shape() -> None:
     tc = [c for d in deltas for c in d.tool_calls]
     assert tc[0].id and tc[0].name == "f" and tc[0].index == 0
     assert all(c.id is None and c.name is None for c in tc[1:])
-    assert "".join(c.arguments or "" for c in tc) == '{"s":"abc"}'
+    assert "".join(c.arguments or "" for c in tc) == '{"s": "abc"}'
     assert "".join(d.content or "" for d in deltas) == "Hi"
 
 
@@ -83,7 +83,7 @@ def test_v1_deltas_carry_whole_calls() -> None:
     p = StreamParser(tool_parser="hermes", generation=1)
     deltas = [d for ch in CALL for d in p.feed(ch)] + p.finish()
     tc = [c for d in deltas for c in d.tool_calls]
-    assert len(tc) == 1 and (tc[0].name, tc[0].arguments) == ("f", '{"s":"abc"}')
+    assert len(tc) == 1 and (tc[0].name, tc[0].arguments) == ("f", '{"s": "abc"}')
 
 
 def test_empty_output() -> None:

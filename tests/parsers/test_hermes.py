@@ -65,7 +65,8 @@ def test_non_ascii_and_nested_json_kept_unescaped(gen: int) -> None:
     text = "Wetter in Zürich? ☀ " + call("w", '{"city": "Zürich", "tags": {"a": ["ß", "\\u00e9"]}}')
     msg = run(text, gen, **H)
     assert msg.content == "Wetter in Zürich? ☀"
-    assert msg.tool_calls[0].arguments == '{"city":"Zürich","tags":{"a":["ß","é"]}}'
+    # the model's spacing is kept; escapes of non-ASCII text are written out
+    assert msg.tool_calls[0].arguments == '{"city": "Zürich", "tags": {"a": ["ß", "é"]}}'
 
 
 @GENS
@@ -233,5 +234,22 @@ def test_v2_streams_name_and_string_fragments_early() -> None:
     heads = [i for i, ds in enumerate(out) for d in ds for c in d.tool_calls if c.name]
     frags = [c.arguments for ds in out for d in ds for c in d.tool_calls if c.arguments]
     assert heads and heads[0] < len(out) - 5
-    assert "".join(frags) == '{"text":"hello world","n":12}'
+    assert "".join(frags) == '{"text": "hello world", "n": 12}'
     assert len(frags) > 5  # the string arrived piece by piece
+
+
+@GENS
+def test_vllm_between_tags_and_until_eos_keep_the_written_arguments(gen: int) -> None:
+    body = '<tool_call>\n{"name": "final_answer", "arguments": {"trigger": true}}'
+    for text in (body + "\n</tool_call>", body):
+        msg = run(text, gen, **H)
+        assert [(c.name, c.arguments) for c in msg.tool_calls] == [
+            ("final_answer", '{"trigger": true}')
+        ]
+        assert msg.content is None
+
+
+def test_vllm_invalid_json_v1_is_content() -> None:
+    text = '<tool_call>\n{"name": "final_answer", "arguments": {"trigger": true}'
+    msg = run(text, 1, **H)
+    assert (msg.content, msg.tool_calls) == (text, [])
