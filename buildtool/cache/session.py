@@ -298,7 +298,10 @@ class CacheSession:
         write_paths(where.state, paths, paths_hash)
         write_stamp(where.state, Stamp(digest, paths_hash, self._stamp_time, len(paths)))
         names = ", ".join(show(e.path) for e in added[:3]) + (", ..." if len(added) > 3 else "")
-        self.say(f"the build created {len(added)} input(s), now part of the stamp: {names}")
+        self.say(
+            f"the build created {len(added)} input(s), now part of the stamp: {names} "
+            "(build outputs belong in the cache folder or under --exclude)"
+        )
 
     def __exit__(
         self,
