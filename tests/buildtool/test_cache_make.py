@@ -80,3 +80,21 @@ def test_make_same_size_edit_in_the_same_second(tmp_path: Path) -> None:
     assert (ws / "out" / "v.txt").read_text() == "one\n"  # plain make: stale
     run_helper(ws, ws / "out", ["make"])
     assert (ws / "out" / "v.txt").read_text() == "two\n"
+
+
+def test_in_tree_make_with_outputs_excluded(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    write(ws / "Makefile", "prog: main.o\n\tgcc -o $@ $^\nmain.o: main.c\n\tgcc -c -o $@ $<\n")
+    write(ws / "main.c", '#include <stdio.h>\nint main(void) { puts("one"); }\n')
+    opts = ("--exclude", "*.o", "--exclude", "prog")
+    run_helper(ws, ws / ".stamp", ["make"], *opts)
+    say = [str(ws / "prog")]
+    assert subprocess.run(say, capture_output=True, text=True).stdout == "one\n"
+    write(ws / "main.c", '#include <stdio.h>\nint main(void) { puts("two"); }\n')
+    age_tree(ws, time.time() - TWO_HOURS)  # outputs too: a restored cache, an old checkout
+    assert (
+        "gcc" not in subprocess.run(["make", "-C", str(ws)], capture_output=True, text=True).stdout
+    )
+    fixed = run_helper(ws, ws / ".stamp", ["make"], *opts)
+    assert "gcc -c" in fixed.stdout and "2 inputs hashed" in fixed.stderr
+    assert subprocess.run(say, capture_output=True, text=True).stdout == "two\n"
