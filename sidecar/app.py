@@ -182,36 +182,35 @@ class Sidecar:
         try:
             yield sse.encode(factory.role())
             try:
-                async for event in engine_stream.events():
-                    usage = event.usage or usage
-                    reason = event.finish_reason or reason
-                    stop_reason = event.stop_reason if event.finish_reason else stop_reason
-                    if not event.text:
-                        continue
-                    chunks = chunks_for(factory, acc, parser.feed(event.text))
-                    if chunks and first_token:
-                        first_token = False
-                        self.metrics.first_token(time.perf_counter() - started)
-                    for chunk in chunks:
-                        yield sse.encode(chunk)
+                async for batch in engine_stream.batches():
+                    out: list[bytes] = []
+                    for event in batch:
+                        usage = event.usage or usage
+                        if event.finish_reason:
+                            reason, stop_reason = event.finish_reason, event.stop_reason
+                        if event.text:
+                            chunks = chunks_for(factory, acc, parser.feed(event.text))
+                            out.extend(sse.encode(chunk) for chunk in chunks)
+                    if out:
+                        if first_token:
+                            first_token = False
+                            self.metrics.first_token(time.perf_counter() - started)
+                        yield b"".join(out)
             except EngineError as exc:
                 # Deliver what the parser still holds (nothing lost), then report the failure.
                 log.warning("engine failed mid-stream: %s", exc.message)
-                for chunk in chunks_for(factory, acc, parser.finish("length")):
-                    yield sse.encode(chunk)
+                tail = [sse.encode(c) for c in chunks_for(factory, acc, parser.finish("length"))]
                 error = exc.to_api_error()
                 status, code = error.status, error.code
-                yield sse.encode(error.body())
-                yield sse.DONE_BYTES
+                yield b"".join([*tail, sse.encode(error.body()), sse.DONE_BYTES])
                 return
-            for chunk in chunks_for(factory, acc, parser.finish(reason)):
-                yield sse.encode(chunk)
+            tail = [sse.encode(c) for c in chunks_for(factory, acc, parser.finish(reason))]
             final = factory.delta({}, parser.finish_reason or reason)
             final["choices"][0]["stop_reason"] = stop_reason
-            yield sse.encode(final)
+            tail.append(sse.encode(final))
             if factory.include_usage and usage is not None:
-                yield sse.encode(factory.usage(usage))
-            yield sse.DONE_BYTES
+                tail.append(sse.encode(factory.usage(usage)))
+            yield b"".join([*tail, sse.DONE_BYTES])
         except anyio.get_cancelled_exc_class():
             status, code = 499, "client_disconnected"  # the client went away: stop the engine
             raise

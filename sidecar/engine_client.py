@@ -44,24 +44,48 @@ class EngineStream:
         self._decoder = adapter.decoder()
         self._timeout = timeout
 
-    async def events(self) -> AsyncIterator[EngineEvent]:
+    async def batches(self) -> AsyncIterator[list[EngineEvent]]:
+        """Events grouped by network read: whatever arrived together is relayed together
+        (one write to the client instead of one per event when the engine runs ahead)."""
         sse = SSEDecoder()
         finished = False
+        pending = b""
+        batch: list[EngineEvent] = []
+
+        def take(data: str | None) -> bool:
+            """Decode one SSE event into `batch`; True at `[DONE]`."""
+            nonlocal finished
+            if data is None:
+                return False
+            if data == DONE:
+                return True
+            event = self._decoder.decode(_json(data))
+            finished = finished or event.finish_reason is not None
+            batch.append(event)
+            return False
+
         try:
-            async for line in self._response.aiter_lines():
-                data = sse.line(line)
-                if data is None:
-                    continue
-                if data == DONE:
+            async for raw in self._response.aiter_bytes():
+                # A newline byte never occurs inside a UTF-8 sequence: split bytes, then decode.
+                lines = (pending + raw).split(b"\n")
+                pending = lines.pop()
+                done = False
+                for line in lines:
+                    done = take(sse.line(line.rstrip(b"\r").decode("utf-8", "replace")))
+                    if done:
+                        break
+                if batch:
+                    yield batch
+                    batch = []
+                if done:
                     return
-                event = self._decoder.decode(_json(data))
-                finished = finished or event.finish_reason is not None
-                yield event
-            tail = sse.flush()
-            if tail is not None and tail != DONE:
-                event = self._decoder.decode(_json(tail))
-                finished = finished or event.finish_reason is not None
-                yield event
+            if pending:
+                take(sse.line(pending.rstrip(b"\r").decode("utf-8", "replace")))
+            take(sse.flush())
+        except EngineError:
+            if batch:  # events decoded before the bad one are delivered, then the error
+                yield batch
+            raise
         except httpx.TimeoutException:
             raise EngineError(
                 504, f"engine sent nothing for {self._timeout:g}s", "engine_timeout"
@@ -70,6 +94,8 @@ class EngineStream:
             raise EngineError(
                 502, f"engine closed the stream before finishing ({exc!r})", "engine_stream_closed"
             ) from None
+        if batch:
+            yield batch
         if not finished:
             raise EngineError(
                 502, "engine closed the stream before finishing", "engine_stream_closed"

@@ -3,15 +3,19 @@ request validation, OpenAI chunk shapes, chat templates."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
 
 from parsers.plan import ParsePlan
 from parsers.settings import load_settings
 from parsers.types import Delta, ParsedMessage, ToolCall, ToolCallDelta
 from sidecar.chat import Accumulator, ChunkFactory, chunks_for, completion
+from sidecar.engine_client import EngineStream
 from sidecar.engines.base import CompletionsDecoder, EngineRequest, Usage
 from sidecar.engines.sglang import SGLangAdapter, SGLangDecoder
 from sidecar.engines.trtllm import TRTLLMAdapter
@@ -306,3 +310,53 @@ def test_templates_are_sandboxed() -> None:
     template = ChatTemplate("{{ messages.__class__.__mro__ }}", "inline", None)
     with pytest.raises(APIError):
         template.render([{"role": "user", "content": "x"}], [], thinking=False)
+
+
+class _Chunks(httpx.AsyncByteStream):
+    def __init__(self, chunks: list[bytes]) -> None:
+        self.chunks = chunks
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self.chunks:
+            yield chunk
+
+
+def _engine_batches(chunks: list[bytes]) -> tuple[list[list[str]], EngineError | None]:
+    """Run EngineStream.batches over a response whose body arrives in `chunks`."""
+
+    async def run() -> tuple[list[list[str]], EngineError | None]:
+        response = httpx.Response(200, stream=_Chunks(chunks))
+        stream = EngineStream(response, VLLMAdapter(), 1.0)
+        got: list[list[str]] = []
+        try:
+            async for batch in stream.batches():
+                got.append([e.text for e in batch])
+        except EngineError as exc:
+            return got, exc
+        return got, None
+
+    return asyncio.run(run())
+
+
+def _event(text: str, finish: str | None = None) -> bytes:
+    choice = {"index": 0, "text": text, "finish_reason": finish}
+    return b"data: " + json.dumps({"choices": [choice]}, ensure_ascii=False).encode() + b"\r\n\r\n"
+
+
+def test_engine_stream_batches_by_network_read() -> None:
+    body = _event("é€") + _event("b") + _event("c", "stop") + b"data: [DONE]\n\n"
+    split = body.index("€".encode()) + 1  # inside a multi-byte character
+    second = len(_event("é€")) + 3  # inside the second event
+    batches, error = _engine_batches([body[:split], body[split:second], body[second:]])
+    assert error is None
+    assert batches == [["é€"], ["b", "c"]]  # what arrived together is relayed together
+
+
+def test_engine_stream_delivers_good_events_before_an_error() -> None:
+    batches, error = _engine_batches([_event("a") + b"data: {oops\n\n"])
+    assert batches == [["a"]] and error is not None and error.code == "engine_protocol_error"
+    batches, error = _engine_batches([_event("a"), _event("b")])  # no finish, no [DONE]
+    assert batches == [["a"], ["b"]] and error is not None
+    assert error.code == "engine_stream_closed"
+    batches, error = _engine_batches([_event("a", "stop")[:-2]])  # last event unterminated
+    assert batches == [["a"]] and error is None
