@@ -104,3 +104,40 @@ def test_two_checkouts_share_a_target_folder(tmp_path: Path, cargo_env: dict[str
     }
     assert fresh == {"core", "gen", "app"}
     assert runs(target) == "core-B bravo\n"
+
+
+def test_cargo_build_killed_then_resumed_equals_clean_build(
+    tmp_path: Path, cargo_env: dict[str, str]
+) -> None:
+    import random
+    import signal
+
+    from cache_support import helper_cmd
+
+    rng = random.Random(4242)
+    target = tmp_path / "target"
+    env = {**cargo_env, "CARGO_TARGET_DIR": str(target)}
+    ws = checkout(tmp_path / "ws", "first", "one")
+    run_helper(ws, target, ["cargo", "build"], env=env)
+    for body, words in (("secnd", "two"), ("third", "thr")):
+        checkout(ws, body, words)  # same sizes, new bytes
+        killed = subprocess.Popen(
+            helper_cmd(ws, target, ["cargo", "build"]),
+            env=env,
+            start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        time.sleep(rng.uniform(0.3, 2.0))
+        os.killpg(killed.pid, signal.SIGKILL)
+        killed.wait()
+        run_helper(ws, target, ["cargo", "build"], env=env)
+        clean = tmp_path / f"clean-{body}"
+        subprocess.run(
+            ["cargo", "build"],
+            cwd=ws,
+            env={**cargo_env, "CARGO_TARGET_DIR": str(clean)},
+            check=True,
+            capture_output=True,
+        )
+        assert runs(target) == runs(clean) == f"{body} {words}\n"
