@@ -281,3 +281,14 @@ def test_a_failed_build_amends_nothing(ws: Path, tmp_path: Path) -> None:
     failed = run_helper(ws, cache, ["sh", "-c", "echo x > made.txt; exit 3"], check=False)
     assert failed.returncode == 3 and "the build created" not in failed.stderr
     assert "changed (inputs changed)" in run_helper(ws, cache, ["true"]).stderr
+
+
+def test_dry_run_does_not_wait_for_a_running_build(ws: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "c"
+    run_helper(ws, cache, ["true"])
+    with open(cache / ".buildtool" / "lock", "r+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        (cache / ".buildtool" / "building").write_text("1\n")  # that build's marker
+        done = run_helper(ws, cache, ["true"], "--dry-run", "--lock-timeout", "0")
+    assert done.stdout.startswith("unchanged\n")  # a running build is not an interrupted one
+    assert "a build holds the cache lock right now" in done.stderr
