@@ -29,12 +29,18 @@ class JobResult:
     local_artifacts: tuple[Path, ...] = ()
 
 
+# Without --platform the builder picks its own native platform, which need not be the local
+# engine's (a remote --builder on another architecture): cover both, it costs three wheels.
+DEFAULT_WHEEL_PLATFORMS = ("linux/amd64", "linux/arm64")
+
+
 def platforms_for(platform: str | None, engine_arch: str) -> tuple[str, ...]:
-    """The wheelhouse must cover every platform built; default: the engine's own."""
+    """The wheelhouse must cover every platform built."""
     if platform:
         return tuple(p.strip() for p in platform.split(",") if p.strip())
     arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(engine_arch, engine_arch)
-    return (f"linux/{arch}",)
+    own = f"linux/{arch}"
+    return DEFAULT_WHEEL_PLATFORMS if own in DEFAULT_WHEEL_PLATFORMS else (own,)
 
 
 def base_python_version(engine: Engine, image: str) -> str:

@@ -9,6 +9,7 @@ import pytest
 
 from buildtool.images.build import BuildError, BuildOptions, build_argv, check_options
 from buildtool.images.client import BuildkitClient
+from buildtool.images.job import platforms_for
 
 BUILTIN = BuildkitClient(
     "builtin", "/usr/bin/docker", ("/usr/bin/docker", "build"), (("DOCKER_BUILDKIT", "1"),)
@@ -79,3 +80,11 @@ def test_buildx_only_options_refused_with_builtin_client(
 
 def test_cache_from_is_fine_with_builtin_client() -> None:
     check_options(BUILTIN, options(cache_from=("sidecar-forge/sidecar-vllm:cache",)))
+
+
+def test_wheelhouse_platforms() -> None:
+    assert platforms_for("linux/arm64", "x86_64") == ("linux/arm64",)
+    assert platforms_for("linux/amd64, linux/arm64", "x86_64") == ("linux/amd64", "linux/arm64")
+    # no --platform: a remote builder may be of the other architecture, so both
+    assert platforms_for(None, "x86_64") == ("linux/amd64", "linux/arm64")
+    assert platforms_for(None, "aarch64") == ("linux/amd64", "linux/arm64")
