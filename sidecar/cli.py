@@ -41,6 +41,13 @@ def _parser(engine: str | None) -> argparse.ArgumentParser:
     p.add_argument("--tool-call-parser", default=None, help="tool-call parser, e.g. hermes")
     p.add_argument("--reasoning-parser", default=None, help="reasoning parser, e.g. qwen3")
     p.add_argument("--chat-template", type=Path, default=None, help="Jinja2 chat template file")
+    p.add_argument(
+        "--default-thinking",
+        choices=("on", "off"),
+        default=None,
+        help="deployment default for reasoning when a request says nothing "
+        "(default: the family's: Gemma 4 off, the others on)",
+    )
     p.add_argument("--host", default="0.0.0.0", help="listen address (default 0.0.0.0)")
     p.add_argument("--port", type=int, default=8080, help="listen port (default 8080)")
     p.add_argument(
@@ -92,8 +99,12 @@ def configure(
         raise ConfigError("--engine-timeout must be a positive number of seconds")
     if args.max_body_bytes <= 0:
         raise ConfigError("--max-body-bytes must be positive")
+    thinking_default = None if args.default_thinking is None else args.default_thinking == "on"
     settings = load_settings(
-        environ, tool_parser=args.tool_call_parser, reasoning_parser=args.reasoning_parser
+        environ,
+        tool_parser=args.tool_call_parser,
+        reasoning_parser=args.reasoning_parser,
+        thinking_default=thinking_default,
     )
     if args.chat_template is not None:
         template = ChatTemplate.from_file(args.chat_template, settings.family)

@@ -252,3 +252,16 @@ def test_chat_template_file_is_validated_at_startup(
     good.write_text("{% for m in messages %}{{ m.content }}{% endfor %}", encoding="utf-8")
     assert main([*argv, "--chat-template", str(good), "--check-config"], environ={}) == 0
     assert str(good) in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("flag", "expected"), [(None, None), ("on", True), ("off", False)])
+def test_default_thinking_flag_reaches_the_settings(
+    flag: str | None, expected: bool | None
+) -> None:
+    from sidecar.cli import _parser, configure
+
+    argv = ["--engine-url", "http://127.0.0.1:9", "--model", "m", "--tool-call-parser", "gemma4"]
+    if flag is not None:
+        argv += ["--default-thinking", flag]
+    config, _, _ = configure("vllm", _parser("vllm").parse_args(argv), {})
+    assert config.settings.thinking_default is expected
