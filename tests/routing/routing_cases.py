@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from buildtool.isolation import PARSER_MODES
 
 # The per-family call markup comes from the parser suite's shared samples (verified there);
 # their modules import each other as the top-level package `parser_samples`.
@@ -67,6 +70,16 @@ FORCED = {"required", "named"}
 
 # The variant ids of `buildtool.isolation.PARSER_MODES` -> the DYN_PARSER_VERSION they set.
 MODE_VALUE: dict[str, str | None] = {"unset": None, "v1": "1", "v2": "2"}
+# Plus `session`: no env of its own, so the suite's mode (nox -s test-v1 / test-v2) applies;
+# that variant is what still runs, and means something, under --parser-mode-only.
+MODES: dict[str, dict[str, str | None]] = {**PARSER_MODES, "session": {}}
+
+
+def mode_value(variant: str, environ: Mapping[str, str]) -> str | None:
+    """The DYN_PARSER_VERSION a variant runs under (`session`: whatever the child inherited)."""
+    if variant == "session":
+        return environ.get("DYN_PARSER_VERSION")
+    return MODE_VALUE[variant]
 
 
 def request_for(shape: str) -> dict[str, Any]:
@@ -75,10 +88,14 @@ def request_for(shape: str) -> dict[str, Any]:
     }
 
 
-def expected_route(deployment: Deployment, shape: str, mode: str) -> str:
+def expected_route(deployment: Deployment, shape: str, value: str | None) -> str:
     """`pass_through`, `legacy_jail`, `parser_v2`, or the error: `ConfigError` (startup) or
-    `InvalidRequest` (HTTP 400). Spec section 4, read literally."""
-    value = MODE_VALUE[mode]
+    `InvalidRequest` (HTTP 400), for DYN_PARSER_VERSION=`value`. Spec section 4, read
+    literally (an empty value counts as unset)."""
+    if value in ("", "auto"):
+        value = None
+    if value not in (None, "1", "2"):
+        return "ConfigError"
     forced = shape in FORCED
     if deployment.tool_parser is None and deployment.reasoning_parser is None:
         if not forced:

@@ -1,4 +1,5 @@
-"""The route of every deployment x request shape under DYN_PARSER_VERSION unset, 1 and 2.
+"""The route of every deployment x request shape under DYN_PARSER_VERSION unset, 1 and 2,
+and under the suite's own mode (variant `session`, the one nox -s test-v1 / test-v2 run).
 
 Each case runs in its own child process (`isolated`) whose environment sets the mode; the test
 goes through the real startup path: `parsers.load_settings()` reads the child's os.environ,
@@ -10,10 +11,17 @@ from __future__ import annotations
 import os
 
 import pytest
-from routing_cases import DEPLOYMENTS, MODE_VALUE, SHAPES, Deployment, expected_route, request_for
+from routing_cases import (
+    DEPLOYMENTS,
+    MODES,
+    SHAPES,
+    Deployment,
+    expected_route,
+    mode_value,
+    request_for,
+)
 
 import parsers
-from buildtool.isolation import PARSER_MODES
 
 CASES = [
     pytest.param(deployment, shape, id=f"{deployment.id}-{shape}")
@@ -22,11 +30,12 @@ CASES = [
 ]
 
 
-@pytest.mark.isolated(envs=PARSER_MODES)
+@pytest.mark.isolated(envs=MODES)
 @pytest.mark.parametrize(("deployment", "shape"), CASES)
 def test_route(deployment: Deployment, shape: str, isolated_variant: str) -> None:
-    assert os.environ.get("DYN_PARSER_VERSION") == MODE_VALUE[isolated_variant]
-    expected = expected_route(deployment, shape, isolated_variant)
+    value = mode_value(isolated_variant, os.environ)
+    assert os.environ.get("DYN_PARSER_VERSION") == value
+    expected = expected_route(deployment, shape, value)
     load = {"tool_parser": deployment.tool_parser, "reasoning_parser": deployment.reasoning_parser}
     if expected == "ConfigError":
         with pytest.raises(parsers.ConfigError) as err:
@@ -34,7 +43,7 @@ def test_route(deployment: Deployment, shape: str, isolated_variant: str) -> Non
         assert "DYN_PARSER_VERSION" in str(err.value)
         return
     settings = parsers.load_settings(**load)  # from this process's environment
-    assert settings.version == (MODE_VALUE[isolated_variant] or "auto")
+    assert settings.version == (value or "auto")
     if expected == "InvalidRequest":
         with pytest.raises(parsers.InvalidRequest) as bad:
             parsers.select_route(settings, request_for(shape))

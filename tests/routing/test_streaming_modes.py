@@ -1,4 +1,5 @@
-"""Streaming output of one tool call per family, under DYN_PARSER_VERSION unset, 1 and 2.
+"""Streaming output of one tool call per family, under DYN_PARSER_VERSION unset, 1 and 2 (and
+the suite's own mode, variant `session`).
 
 Through the sidecar's path: `load_settings()` from the child's environment, the request policy
 (`plan_request`), then `StreamParser(plan=...)` fed one character at a time. Both routes end with
@@ -11,20 +12,21 @@ the same call; they differ visibly in timing, which is what each mode must show:
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
-from routing_cases import MODE_VALUE, StreamCase, stream_cases
+from routing_cases import MODES, StreamCase, mode_value, stream_cases
 
 import parsers
-from buildtool.isolation import PARSER_MODES
 from parsers.api import Aggregate
 from parsers.policy import plan_request
 
 PREAMBLE = "Checking. "
 
 
-def _expected(case: StreamCase, mode: str) -> str:
-    value = MODE_VALUE[mode]
+def _expected(case: StreamCase, value: str | None) -> str:
+    if value not in (None, "", "auto", "1", "2"):
+        return "ConfigError"
     if value == "1":
         return "ConfigError" if case.v2_only else "legacy_jail"
     if value == "2" or case.v2_only or case.tool_parser == "qwen3_coder":
@@ -32,10 +34,10 @@ def _expected(case: StreamCase, mode: str) -> str:
     return "legacy_jail"
 
 
-@pytest.mark.isolated(envs=PARSER_MODES)
+@pytest.mark.isolated(envs=MODES)
 @pytest.mark.parametrize("case", stream_cases(), ids=lambda c: c.id)
 def test_streamed_call(case: StreamCase, isolated_variant: str) -> None:
-    expected = _expected(case, isolated_variant)
+    expected = _expected(case, mode_value(isolated_variant, os.environ))
     if expected == "ConfigError":
         with pytest.raises(parsers.ConfigError, match="DYN_PARSER_VERSION"):
             parsers.load_settings(tool_parser=case.tool_parser)
