@@ -18,7 +18,10 @@ import gc
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # standalone: the repo root
 
 from parsers import StreamParser
 from parsers.ids import counter_ids
