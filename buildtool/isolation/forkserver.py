@@ -132,7 +132,14 @@ def serve(proto_in: int, proto_out: int) -> None:
             _become_child(request, proto_in, proto_out)
         _send(proto_out, pid=pid)
         _, status = os.waitpid(pid, 0)
+        kill_leftovers(pid)
         _send(proto_out, pid=pid, status=status)
+
+
+def kill_leftovers(pgid: int) -> None:
+    """Processes a finished test left running in its process group do not outlive it."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
 
 
 def _become_child(request: ChildRequest, proto_in: int, proto_out: int) -> None:

@@ -105,7 +105,9 @@ def spawn_child(request: ChildRequest, timeout: float, flags: list[str]) -> Chil
             start_new_session=True,
         )
     try:
-        return _exit_of(proc.wait(timeout), False, timeout)
+        returncode = proc.wait(timeout)
+        _kill_group(proc.pid)  # what the test left running does not outlive it
+        return _exit_of(returncode, False, timeout)
     except subprocess.TimeoutExpired:
         _kill_group(proc.pid)
         return _exit_of(proc.wait(), True, timeout)

@@ -403,3 +403,26 @@ def test_broken():
         ["FAILED test_inner.py::test_broken - isolated child did not pass*"]
     )
     assert os.environ.get("TRIGGER") is None
+
+
+@pytest.mark.parametrize("launcher", ["forkserver", "spawn"])
+def test_processes_a_passing_test_leaves_behind_are_killed(
+    pytester: pytest.Pytester, launcher: str
+) -> None:
+    pidfile = pytester.path / "leftover.pid"
+    rec = run_inner(
+        pytester,
+        f"""
+@pytest.mark.isolated()
+def test_leaves_a_process():
+    proc = subprocess.Popen(["sleep", "120"])
+    open({str(pidfile)!r}, "w").write(str(proc.pid))
+""",
+        launcher,
+    )
+    assert call_report(rec, "test_leaves_a_process").passed
+    pid = int(pidfile.read_text())
+    deadline = time.monotonic() + 10
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(pid)
