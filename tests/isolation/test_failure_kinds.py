@@ -426,3 +426,29 @@ def test_leaves_a_process():
     while not _gone(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _gone(pid)
+
+
+def test_a_server_whose_preload_starts_a_thread_refuses_to_fork(
+    pytester: pytest.Pytester,
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    outside = tmp_path_factory.mktemp("third_party")  # not under the inner project's root
+    (outside / "threaded_lib.py").write_text(
+        "import threading, time\n"
+        "threading.Thread(target=time.sleep, args=(60,), daemon=True).start()\n"
+    )
+    monkeypatch.setenv("PYTHONPATH", str(outside))
+    pytester.makeini("[pytest]\nisolated_preload = threaded_lib\n")
+    rec = run_inner(pytester, "@pytest.mark.isolated()\ndef test_x():\n    pass\n")
+    (error,) = [r for r in rec.getreports("pytest_runtest_logreport") if r.failed]
+    assert "fork server failed to start" in error.longreprtext
+    assert "has threads" in error.longreprtext
+
+
+def test_a_server_refuses_to_preload_a_project_module(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(project_settings="import os\nMODE = os.environ.get('DYN_PARSER_VERSION')\n")
+    pytester.makeini("[pytest]\npythonpath = .\nisolated_preload = project_settings\n")
+    rec = run_inner(pytester, "@pytest.mark.isolated()\ndef test_x():\n    pass\n")
+    (error,) = [r for r in rec.getreports("pytest_runtest_logreport") if r.failed]
+    assert "'project_settings' is a project module" in error.longreprtext
