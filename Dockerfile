@@ -58,7 +58,8 @@ COPY . /src/
 # Every builder runs through `buildtool cache-build`, which keeps its stamp on the mount: when the
 # workspace bytes changed (even same size with an old mtime) it moves every input's mtime past the
 # artifacts there, so setuptools rebuilds; when nothing changed the artifacts are reused. The mount
-# is not part of the image, so each stage copies its wheel out to /out.
+# is not part of the image, so each stage installs its wheel out of it into /out (as a root tree:
+# /out/opt/venv/...), which the runtime target copies: one COPY instead of a pip run per image.
 # tests/images/test_dockerfile.py rejects a builder without the helper, another cache id or
 # another sharing mode.
 FROM builder-base AS build-vllm
@@ -69,7 +70,8 @@ RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,target=/cache,sh
         --exclude wheelhouse/ --clean-on-removal /cache/vllm/build \
         -- python3 -B -m buildtool.images.artifact --sidecar vllm \
         --build-dir /cache/vllm/build --dist-dir /cache/vllm/dist \
- && mkdir -p /out && cp -p /cache/vllm/dist/*.whl /out/
+ && pip install --no-cache-dir --no-index --no-deps --no-warn-script-location \
+        --root /out /cache/vllm/dist/sidecar_forge-*.whl
 
 FROM builder-base AS build-sglang
 ARG TARGETARCH
@@ -79,7 +81,8 @@ RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,target=/cache,sh
         --exclude wheelhouse/ --clean-on-removal /cache/sglang/build \
         -- python3 -B -m buildtool.images.artifact --sidecar sglang \
         --build-dir /cache/sglang/build --dist-dir /cache/sglang/dist \
- && mkdir -p /out && cp -p /cache/sglang/dist/*.whl /out/
+ && pip install --no-cache-dir --no-index --no-deps --no-warn-script-location \
+        --root /out /cache/sglang/dist/sidecar_forge-*.whl
 
 FROM builder-base AS build-trtllm
 ARG TARGETARCH
@@ -89,13 +92,13 @@ RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,target=/cache,sh
         --exclude wheelhouse/ --clean-on-removal /cache/trtllm/build \
         -- python3 -B -m buildtool.images.artifact --sidecar trtllm \
         --build-dir /cache/trtllm/build --dist-dir /cache/trtllm/dist \
- && mkdir -p /out && cp -p /cache/trtllm/dist/*.whl /out/
+ && pip install --no-cache-dir --no-index --no-deps --no-warn-script-location \
+        --root /out /cache/trtllm/dist/sidecar_forge-*.whl
 
 # ---- Runtime targets ----------------------------------------------------------------------------
 # Port 8080 inside the container (the sidecar default); HEALTHCHECK uses python3 (minbase has no curl).
 FROM runtime-base AS sidecar-vllm
-RUN --mount=type=bind,from=build-vllm,source=/out,target=/artifacts \
-    pip install --no-cache-dir --no-index --no-deps /artifacts/sidecar_forge-*.whl
+COPY --from=build-vllm /out/ /
 USER 10001:10001
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
@@ -103,8 +106,7 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
 ENTRYPOINT ["sidecar-vllm", "--host", "0.0.0.0", "--port", "8080"]
 
 FROM runtime-base AS sidecar-sglang
-RUN --mount=type=bind,from=build-sglang,source=/out,target=/artifacts \
-    pip install --no-cache-dir --no-index --no-deps /artifacts/sidecar_forge-*.whl
+COPY --from=build-sglang /out/ /
 USER 10001:10001
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
@@ -112,8 +114,7 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
 ENTRYPOINT ["sidecar-sglang", "--host", "0.0.0.0", "--port", "8080"]
 
 FROM runtime-base AS sidecar-trtllm
-RUN --mount=type=bind,from=build-trtllm,source=/out,target=/artifacts \
-    pip install --no-cache-dir --no-index --no-deps /artifacts/sidecar_forge-*.whl
+COPY --from=build-trtllm /out/ /
 USER 10001:10001
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
