@@ -128,3 +128,50 @@ def sampling_fields(s: Sampling, names: Mapping[str, str]) -> dict[str, Any]:
     if s.stop:
         out["stop"] = list(s.stop)
     return out
+
+
+# Field names of both OpenAI-completions engines (vLLM and trtllm-serve take the same ones).
+COMPLETIONS_SAMPLING = {
+    name: name
+    for name in (
+        "max_tokens",
+        "temperature",
+        "top_p",
+        "top_k",
+        "min_p",
+        "seed",
+        "presence_penalty",
+        "frequency_penalty",
+        "repetition_penalty",
+    )
+}
+
+
+class CompletionsAdapter(EngineAdapter):
+    """Engines serving OpenAI `POST /v1/completions` (vLLM, trtllm-serve); they differ only in
+    where a forced tool choice's guided JSON goes."""
+
+    generate_path: ClassVar[str] = "/v1/completions"
+
+    def build_body(self, request: EngineRequest) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "model": request.model,
+            "prompt": request.prompt,
+            "stream": request.stream,
+            # The sidecar's template already wrote BOS and special tokens.
+            "add_special_tokens": False,
+            "skip_special_tokens": False,  # parsers need the markup tokens in the text
+            **sampling_fields(request.sampling, COMPLETIONS_SAMPLING),
+        }
+        if request.stream:  # trtllm-serve rejects stream_options on non-streamed requests
+            body["stream_options"] = {"include_usage": True}
+        if request.guided_json is not None:
+            body.update(self.guided_fields(request.guided_json))
+        return body
+
+    @abstractmethod
+    def guided_fields(self, schema: Mapping[str, Any]) -> dict[str, Any]:
+        """The engine's own request field(s) asking for output that follows `schema`."""
+
+    def decoder(self) -> StreamDecoder:
+        return CompletionsDecoder()
