@@ -142,7 +142,6 @@ def options_from_args(args: argparse.Namespace, environ: dict[str, str]) -> job.
     return job.JobOptions(
         build=build,
         environ=tuple(sorted(environ.items())),
-        docker_host=environ.get("DOCKER_HOST"),
         python_version=args.python_version,
         local_cache=default_local_cache(workspace, cache_home),
     )
@@ -198,9 +197,14 @@ def cmd_base(args: argparse.Namespace) -> int:
     from buildtool.images import base, client, engine
     from buildtool.images.ui import ConsoleReporter
 
-    eng = engine.connect(os.environ.get("DOCKER_HOST"))
+    eng = engine.connect(None, dict(os.environ))
     if eng is None:
-        print("buildtool images base: no Docker engine reachable", file=sys.stderr)
+        where = os.environ.get("DOCKER_HOST") or "the default socket"
+        print(
+            f"buildtool images base: no Docker engine reachable at {where}; start one with "
+            "scripts/setup-host.sh",
+            file=sys.stderr,
+        )
         return EXIT_USAGE
     with ConsoleReporter() as report:
         try:

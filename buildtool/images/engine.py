@@ -6,6 +6,7 @@ BuildKit client on the command line (see `client.py`); everything else goes thro
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,13 +58,18 @@ class Engine:
         self._client.close()
 
 
-def connect(base_url: str | None = None, timeout: int = 10) -> Engine | None:
-    """The engine at `base_url` (default: the SDK's environment rules), or None if unreachable."""
+def connect(
+    base_url: str | None = None,
+    environ: Mapping[str, str] | None = None,
+    timeout: int = 10,
+) -> Engine | None:
+    """The engine at `base_url`, else where `environ` (DOCKER_HOST, DOCKER_TLS_VERIFY, ...) says,
+    else the default socket; None when it does not answer a ping."""
     try:
         client = (
             docker.DockerClient(base_url=base_url, timeout=timeout)
             if base_url
-            else docker.from_env(timeout=timeout)
+            else docker.from_env(timeout=timeout, environment=dict(environ or {}))
         )
         client.ping()
         version = client.version()

@@ -56,7 +56,7 @@ def base_python_version(engine: Engine, image: str) -> str:
 
 def run(options: JobOptions, report: Reporter) -> JobResult:
     env = dict(options.environ)
-    engine = connect(options.docker_host)
+    engine = connect(options.docker_host, env)
     if engine is None:
         return _run_local(options, report)
     try:

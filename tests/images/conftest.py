@@ -35,7 +35,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def engine() -> Iterator[Engine]:
-    found = connect(os.environ.get("DOCKER_HOST"))
+    found = connect(None, dict(os.environ))
     if found is None:
         where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
         message = (
