@@ -22,9 +22,21 @@ import tempfile
 import time
 from pathlib import Path
 
-TEST_FILE = """
-import os
+TEST_FILES = {
+    # The isolation machinery alone: the test module reads a setting at import, nothing else.
+    "trivial": """
+import pytest
 
+import settings_probe
+
+
+@pytest.mark.isolated(env={{"DYN_PARSER_VERSION": "2"}})
+@pytest.mark.parametrize("n", range({count}))
+def test_case(n):
+    assert settings_probe.MODE in ("2", None)
+""",
+    # Realistic: each child also imports the project (`parsers`), which in-process runs do once.
+    "imports parsers": """
 import pytest
 
 import settings_probe
@@ -37,7 +49,8 @@ def test_case(n):
 
     assert settings_probe.MODE in ("2", None)
     assert parsers.ConfigError
-"""
+""",
+}
 
 PROBE = "import os\nMODE = os.environ.get('DYN_PARSER_VERSION')\n"
 GOAL_MS = 60.0
@@ -60,6 +73,48 @@ def _run(project: Path, env: dict[str, str], *args: str) -> tuple[float, float, 
     return elapsed, float(found.group(1)) if found else 0.0, proc.stdout
 
 
+def _measure(project: Path, env: dict[str, str], repeat: int) -> dict[str, tuple[float, float]]:
+    runs = {
+        "in-process": ("-p", "no:isolated", "-W", "ignore::pytest.PytestUnknownMarkWarning"),
+        "fork server": ("--isolated-launcher=forkserver",),
+        "spawn": ("--isolated-launcher=spawn",),
+    }
+    for extra in runs.values():  # warm caches
+        _run(project, env, *extra)
+    best: dict[str, tuple[float, float]] = {}
+    for attempt in range(repeat):
+        for name, extra in runs.items():
+            _say(f"  run {attempt + 1}/{repeat}: {name} ...")
+            elapsed, warm, _ = _run(project, env, *extra)
+            if name not in best or elapsed < best[name][0]:
+                best[name] = (elapsed, warm)
+    return best
+
+
+def _report(title: str, n: int, best: dict[str, tuple[float, float]]) -> bool:
+    base = best["in-process"][0]
+    fork_total, fork_warm = best["fork server"]
+    spawn_total = best["spawn"][0]
+    fork_ms = (fork_total - base) / n * 1000
+    steady_ms = (fork_total - fork_warm - base) / n * 1000
+    spawn_ms = (spawn_total - base) / n * 1000
+    ratio = spawn_ms / steady_ms if steady_ms > 0 else float("inf")
+    print(f"{title}: {n} tests")
+    print(f"  {'launcher':<30}{'run s':>8}{'ms/test':>10}")
+    print(f"  {'in-process (baseline)':<30}{base:>8.2f}{0:>10.1f}")
+    print(f"  {'fork server (incl. warm-up)':<30}{fork_total:>8.2f}{fork_ms:>10.1f}")
+    print(f"  {'fork server (steady state)':<30}{fork_total - fork_warm:>8.2f}{steady_ms:>10.1f}")
+    print(f"  {'plain spawn':<30}{spawn_total:>8.2f}{spawn_ms:>10.1f}")
+    print(f"  fork server warm-up (once per environment): {fork_warm:.2f} s")
+    print(f"  spawn / fork server: {ratio:.1f}x (steady state)")
+    met_ms, met_ratio = steady_ms <= GOAL_MS, ratio >= GOAL_RATIO
+    print(
+        f"  goal fork <= {GOAL_MS:.0f} ms/test: {'met' if met_ms else 'NOT met'}; "
+        f"goal >= {GOAL_RATIO}x spawn: {'met' if met_ratio else 'NOT met'}"
+    )
+    return met_ms and met_ratio
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tests", type=int, default=20, help="tests per run (default 20)")
@@ -70,50 +125,20 @@ def main() -> None:
     env.pop("DYN_PARSER_VERSION", None)
     root = Path(__file__).resolve().parent.parent
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
-    with tempfile.TemporaryDirectory(prefix="bench-isolation-") as tmp:
-        project = Path(tmp)
-        (project / "pytest.ini").write_text("[pytest]\n")
-        (project / "settings_probe.py").write_text(PROBE)
-        (project / "test_bench.py").write_text(TEST_FILE.format(count=args.tests))
-        runs = {
-            "in-process": ("-p", "no:isolated", "-W", "ignore::pytest.PytestUnknownMarkWarning"),
-            "fork server": ("--isolated-launcher=forkserver",),
-            "spawn": ("--isolated-launcher=spawn",),
-        }
-        _say("warming caches (one run each) ...")
-        for extra in runs.values():
-            _run(project, env, *extra)
-        best: dict[str, tuple[float, float]] = {}
-        for attempt in range(args.repeat):
-            for name, extra in runs.items():
-                _say(f"run {attempt + 1}/{args.repeat}: {name} ...")
-                elapsed, warm, _ = _run(project, env, *extra)
-                if name not in best or elapsed < best[name][0]:
-                    best[name] = (elapsed, warm)
-    n = args.tests
-    base = best["in-process"][0]
-    fork_total, fork_warm = best["fork server"]
-    spawn_total = best["spawn"][0]
-    fork_ms = (fork_total - base) / n * 1000
-    fork_steady_ms = (fork_total - fork_warm - base) / n * 1000
-    spawn_ms = (spawn_total - base) / n * 1000
+    results: dict[str, dict[str, tuple[float, float]]] = {}
+    for title, source in TEST_FILES.items():
+        _say(f"{title}: warming caches, then {args.repeat} runs per launcher ...")
+        with tempfile.TemporaryDirectory(prefix="bench-isolation-") as tmp:
+            project = Path(tmp)
+            (project / "pytest.ini").write_text("[pytest]\n")
+            (project / "settings_probe.py").write_text(PROBE)
+            (project / "test_bench.py").write_text(source.format(count=args.tests))
+            results[title] = _measure(project, env, args.repeat)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
-    print(f"isolation overhead per test, {n} tests, best of {args.repeat} (same tests, one run)")
-    print(f"  machine: {os.cpu_count()} CPUs, load average {load} (figures scale with load)")
-    print(f"  {'launcher':<28}{'run s':>8}{'ms/test':>10}")
-    print(f"  {'in-process (baseline)':<28}{base:>8.2f}{0:>10.1f}")
-    print(f"  {'fork server (incl. warm-up)':<28}{fork_total:>8.2f}{fork_ms:>10.1f}")
-    print(
-        f"  {'fork server (steady state)':<28}{fork_total - fork_warm:>8.2f}{fork_steady_ms:>10.1f}"
-    )
-    print(f"  {'plain spawn':<28}{spawn_total:>8.2f}{spawn_ms:>10.1f}")
-    ratio = spawn_ms / fork_steady_ms if fork_steady_ms > 0 else float("inf")
-    ratio_all = spawn_ms / fork_ms if fork_ms > 0 else float("inf")
-    print(f"  fork server warm-up (once per environment): {fork_warm:.2f} s")
-    print(f"  spawn / fork server: {ratio:.1f}x steady state, {ratio_all:.1f}x incl. warm-up")
-    ok_ms = "met" if fork_steady_ms <= GOAL_MS else "NOT met"
-    ok_ratio = "met" if ratio >= GOAL_RATIO else "NOT met"
-    print(f"  goal fork <= {GOAL_MS:.0f} ms/test: {ok_ms}; goal >= {GOAL_RATIO}x spawn: {ok_ratio}")
+    print(f"isolation overhead per test, best of {args.repeat}, same tests for every launcher")
+    print(f"machine: {os.cpu_count()} CPUs, load average {load} (figures scale with load)")
+    for title, best in results.items():
+        _report(title, args.tests, best)
 
 
 if __name__ == "__main__":

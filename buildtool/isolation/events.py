@@ -12,6 +12,7 @@ TestReport), `finish` (exitstatus).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Generator
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ class ChildReporter:
         self._config: pytest.Config | None = None
 
     def emit(self, event: str, **fields: Any) -> None:
-        line = json.dumps({"event": event, **fields}, default=repr) + "\n"
+        line = json.dumps({"event": event, "t": time.time(), **fields}, default=repr) + "\n"
         # Append + close per event: the record survives any way the child may die afterwards.
         with open(self._path, "a", encoding="utf-8") as fh:
             fh.write(line)
