@@ -115,7 +115,8 @@ class _Call:
     _sent: list[str] = field(default_factory=list)  # argument fragments emitted
     _in_string: bool = False
     _escape: bool = False
-    _reader: JsonValueReader = field(default_factory=JsonValueReader)
+    # The model's spacing is kept (as vLLM returns Kimi arguments): `{"a": 1}` stays as written.
+    _reader: JsonValueReader = field(default_factory=lambda: JsonValueReader(keep_space=True))
     _bad_at: int | None = None  # offset in the argument text where the JSON went wrong
     _raw_mode: bool = False  # after a JSON error: look for the end marker verbatim
     # A bare counter id (`0`, no name): the name is inferred from the declared tools once the
