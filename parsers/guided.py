@@ -9,18 +9,20 @@ the bare arguments object of that tool.
 from __future__ import annotations
 
 from parsers.families.base import CallArgs, CallBegin, CallEnd, CallScanner, Event, ScanResult
-from parsers.jsonstream import JsonValueReader, canonical_json
+from parsers.jsonstream import JsonValueReader, canonical_json, dumps
 
 _WS = " \t\r\n"
 ARG_KEYS = ("arguments", "parameters")
 
 
 def decode_string_arguments(value: str) -> str:
-    """Arguments given as a JSON-encoded string are decoded once (Hermes); else kept raw."""
+    """Arguments given as a JSON-encoded string are decoded once (Hermes) when the string
+    holds a JSON object/array; any other string stays a JSON string (`"hello"`), so
+    `arguments` is always valid JSON (as vLLM's Hermes parser does)."""
     canon = canonical_json(value)
     if canon is not None and canon.lstrip()[:1] in ("{", "["):
         return canon
-    return value
+    return dumps(value)
 
 
 class JsonCallObject:

@@ -7,7 +7,6 @@ from parsers.families.base import (
     CallScanner,
     Event,
     ScanResult,
-    Text,
     ToolGrammar,
 )
 from parsers.guided import JsonCallObject
@@ -66,7 +65,8 @@ class HermesScanner(CallScanner):
 
     def finish(self) -> ScanResult:
         if self._after:
-            return ScanResult([Text(self._tail)] if self._tail else [], "done")
+            # blanks after the object at the end of output: the engine's blank rule decides
+            return ScanResult([], "done", self._tail)
         if not self._obj.committed:
             return ScanResult([], "reject", "".join(self._fed))
         events: list[Event] = []

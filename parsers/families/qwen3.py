@@ -10,4 +10,8 @@ TOOL_GRAMMARS: dict[str, AnyToolGrammar] = {
     "hermes": HermesGrammar(),
     "qwen3_coder": Qwen3CoderGrammar(),
 }
-REASONING_GRAMMARS: dict[str, AnyReasoningGrammar] = {"qwen3": ReasoningGrammar("qwen3")}
+# `<tool_call>` ends reasoning also when no tool parser is configured (the model skipped
+# `</think>`); the markup is then answer text, as vLLM's qwen3 reasoning parser does.
+REASONING_GRAMMARS: dict[str, AnyReasoningGrammar] = {
+    "qwen3": ReasoningGrammar("qwen3", ("<think>",), ("</think>",), ("<tool_call>",))
+}

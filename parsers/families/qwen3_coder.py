@@ -39,6 +39,7 @@ _OPEN_TAGS = MarkerSet((FUNCTION,))
 _BODY_TAGS = MarkerSet((PARAMETER, FUNCTION_END, TOOL_CALL_END))
 _VALUE_END = MarkerSet((PARAMETER_END, PARAMETER, FUNCTION_END, TOOL_CALL_END))
 _AFTER_TAGS = MarkerSet((TOOL_CALL_END, FUNCTION))
+_BARE_AFTER_TAGS = MarkerSet((TOOL_CALL_END,))
 _MAX_NAME = 256
 
 
@@ -104,7 +105,7 @@ class Qwen3CoderScanner(CallScanner):
         events = res.events
         if not self._committed:
             return self._reject()
-        if self._state == "after":
+        if self._state in ("after", "bare_after"):
             return ScanResult(events, "done", self._buf.rest())
         self._close(events, complete=False)
         return ScanResult(events, "done")
@@ -163,8 +164,19 @@ class Qwen3CoderScanner(CallScanner):
                     self._state = "key"
                 else:
                     self._close(events, complete=True)
-                    if tag == TOOL_CALL_END or not self._wrapped:
+                    if tag == TOOL_CALL_END:
                         return ScanResult(events, "done", buf.rest())
+                    if not self._wrapped:
+                        # a bare block the model still closed with `</tool_call>` (it
+                        # dropped only the opener): the closer is markup, not content
+                        self._state = "bare_after"
+            elif st == "bare_after":
+                blanks, tag = buf.starts_after_blanks(_BARE_AFTER_TAGS)
+                if tag is None:
+                    return ScanResult(events)
+                if tag is not False:
+                    buf.take(blanks + len(tag))
+                return ScanResult(events, "done", buf.rest())
             elif st == "key":
                 end = buf.text.find(">")
                 if end < 0:
@@ -213,7 +225,9 @@ class Qwen3CoderGrammar(ToolGrammar):
     start_markers = (TOOL_CALL, FUNCTION)
 
     def jail_end_markers(self, start: str) -> tuple[str, ...]:
-        return (TOOL_CALL_END,) if start == TOOL_CALL else (FUNCTION_END,)
+        # a bare block may still end with a stray `</tool_call>` that belongs to it; the
+        # scanner stops at the first text after `</function>` (the rest is prose again)
+        return (TOOL_CALL_END,)
 
     def scanner(self, start: str, ctx: CallContext) -> CallScanner:
         return Qwen3CoderScanner(start, ctx)
