@@ -62,8 +62,15 @@ class Engine:
         )
         self.finish_reason: str | None = None
         self._finished = False
+        # the marker machine's prose fast path (no events, no emitter); None after finish
+        self._prose = self._machine.prose if isinstance(self._machine, MarkerMachine) else None
 
     def feed(self, text: str) -> list[Delta]:
+        prose = self._prose
+        if prose is not None and len(text) <= _PIECE:
+            fast = prose(text)
+            if fast is not None:
+                return fast
         if self._finished:
             raise RuntimeError("feed() after finish()")
         if len(text) <= _PIECE:
@@ -80,6 +87,7 @@ class Engine:
         if self._finished:
             return []
         self._finished = True
+        self._prose = None
         deltas = self._emitter.push(self._machine.finish(reason))
         self.finish_reason = "tool_calls" if self._emitter.calls else reason
         return deltas

@@ -37,9 +37,11 @@ from parsers.families.base import (
 from parsers.guided import GuidedScanner
 from parsers.plan import ParsePlan
 from parsers.scan import MarkerSet, QuoteTracker
+from parsers.types import Delta, content_delta, reasoning_delta
 
 Mode = Literal["content", "reasoning", "call", "jail"]
 _WS = " \t\r\n"
+_BLANKS = " \t\r"  # blanks that do not change quote state (a newline does)
 
 
 class MarkerMachine(FamilyMachine):
@@ -80,11 +82,16 @@ class MarkerMachine(FamilyMachine):
         }
         self._strip_reasoning = not reasoning_on
         # Characters that may matter to the prose scan: marker starts, quote/code characters
-        # and blanks; a chunk without any of them is emitted as it is (fast path).
+        # and newlines; a chunk without any of them is emitted as it is (fast path).
         self._fast_re = {
             mode: re.compile("[" + re.escape(ms.first_chars + "\"'`\n") + "]")
             for mode, ms in self._markers.items()
         }
+        # the fast path joins held-back blanks to the next chunk: only right when no marker
+        # can start with a blank
+        self._blank_markers = any(
+            c in _BLANKS for ms in self._markers.values() for c in ms.first_chars
+        )
         self._mode: Mode = "reasoning" if (reasoning_on and plan.start_in_reasoning) else "content"
         # Output that starts inside reasoning (forced or prefilled) may still begin with the
         # opener (Kimi K2.5 writes `<think>`): a leading opener (after blanks) is markup.
@@ -105,30 +112,71 @@ class MarkerMachine(FamilyMachine):
         self._jail_end = MarkerSet(())
         self._jail_tail = ""  # last characters of the jail, to find an end marker across chunks
         self._jail_factory: Callable[[], CallScanner] | None = None
+        self._plain_re = self._plain_state()
 
     # -- public --
 
     def feed(self, text: str) -> list[Event]:
-        mode = self._mode
-        if (
-            not self._buf
-            and (mode == "content" or mode == "reasoning")
-            and text
-            and text[-1] not in _WS  # trailing blanks may precede a call start
-            and not self._lead_opens.markers
-            and not self._after_call
-            and (self._answer_started or not self._forced or mode == "reasoning")
-            and not self._fast_re[mode].search(text)
-        ):
-            quotes = self._quotes
-            if quotes is None or not (quotes.sq_pending or quotes.ticks):
-                if quotes is not None:
-                    quotes.prev = text[-1]
-                return [Text(text, mode)]
+        if self._plain_re is not None and text:
+            body = self._plain(text)
+            if body is not None:
+                mode = self._mode
+                assert mode == "content" or mode == "reasoning"
+                return [Text(body, mode)] if body else []
         events: list[Event] = []
         data, self._buf = self._buf + text, ""
         self._run(data, events, final=False)
+        self._plain_re = self._plain_state()
         return events
+
+    def prose(self, text: str) -> list[Delta] | None:
+        """`feed` for the common streaming case, straight to deltas: in plain prose, a chunk
+        without any character that can start a marker or change quote state is emitted as
+        it is (one Text event is one Delta in the Emitter). None: not that case; call
+        `feed`. Saves the event and emitter round trip that dominate a few-character feed."""
+        if self._plain_re is None or not text:
+            return None
+        body = self._plain(text)
+        if body is None:
+            return None
+        if not body:
+            return []
+        return [content_delta(body) if self._mode == "content" else reasoning_delta(body)]
+
+    def _plain(self, text: str) -> str | None:
+        """The prose fast path (see `prose`): the text to emit, or None when the chunk needs
+        the full scan. Same result as `_scan_text` on such a chunk: no marker, no quote
+        change, only trailing blanks held back (they may precede a call start)."""
+        rx = self._plain_re
+        assert rx is not None
+        buf = self._buf
+        if rx.search(text) is not None or (buf and buf.strip(_BLANKS)):
+            return None
+        data = buf + text if buf else text
+        if self._starts and text[-1] in _BLANKS:
+            body = data.rstrip(_BLANKS)
+            self._buf = data[len(body) :]
+        else:
+            body = data
+            self._buf = ""
+        if body and self._quotes is not None:
+            self._quotes.prev = body[-1]
+        return body
+
+    def _plain_state(self) -> re.Pattern[str] | None:
+        """The fast-path regex when the state is plain prose, else None (recomputed after
+        every full scan; the fast path itself changes none of these)."""
+        mode = self._mode
+        if (
+            (mode == "content" or mode == "reasoning")
+            and not self._blank_markers
+            and not self._lead_opens.markers
+            and not self._after_call
+            and (self._answer_started or not self._forced or mode == "reasoning")
+            and (self._quotes is None or not (self._quotes.sq_pending or self._quotes.ticks))
+        ):
+            return self._fast_re[mode]
+        return None
 
     def finish(self, reason: str = "stop") -> list[Event]:
         events: list[Event] = []

@@ -30,6 +30,42 @@ class Delta:
     tool_calls: list[ToolCallDelta] = field(default_factory=list)
 
 
+_new = object.__new__
+
+
+def content_delta(text: str) -> Delta:
+    """`Delta(content=text)`, built without the frozen-dataclass `__init__` (per-feed hot path:
+    each `object.__setattr__` there costs more than the rest of a plain prose feed)."""
+    d = _new(Delta)
+    fields = d.__dict__
+    fields["content"] = text
+    fields["reasoning_content"] = None
+    fields["tool_calls"] = []
+    return d
+
+
+def make_delta(
+    content: str | None, reasoning_content: str | None, tool_calls: list[ToolCallDelta]
+) -> Delta:
+    """`Delta(content, reasoning_content, tool_calls)`, built like `content_delta`."""
+    d = _new(Delta)
+    fields = d.__dict__
+    fields["content"] = content
+    fields["reasoning_content"] = reasoning_content
+    fields["tool_calls"] = tool_calls
+    return d
+
+
+def reasoning_delta(text: str) -> Delta:
+    """`Delta(reasoning_content=text)`, built like `content_delta`."""
+    d = _new(Delta)
+    fields = d.__dict__
+    fields["content"] = None
+    fields["reasoning_content"] = text
+    fields["tool_calls"] = []
+    return d
+
+
 @dataclass(frozen=True)
 class ParsedMessage:
     content: str | None
