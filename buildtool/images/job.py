@@ -54,6 +54,22 @@ def base_python_version(engine: Engine, image: str) -> str:
     return bytes(out).decode().strip()
 
 
+def cached_python_version(engine: Engine, image: str, cache_dir: Path) -> str:
+    """`base_python_version`, remembered per image id (asking starts a container: ~1 s)."""
+    key = engine.image_id(image).replace(":", "-")
+    memo = cache_dir / key
+    try:
+        known = memo.read_text().strip()
+    except OSError:
+        known = ""
+    if known:
+        return known
+    version = base_python_version(engine, image)
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    memo.write_text(version + "\n")
+    return version
+
+
 def run(options: JobOptions, report: Reporter) -> JobResult:
     env = dict(options.environ)
     engine = connect(options.docker_host, env)
@@ -78,7 +94,9 @@ def _run_buildkit(
     spec = base.BaseImageSpec(name=opts.base_image, allow_pull=opts.allow_pull)
     base.ensure_base_image(engine, found.binary, spec, report)
 
-    python = options.python_version or base_python_version(engine, opts.base_image)
+    python = options.python_version or cached_python_version(
+        engine, opts.base_image, opts.context_dir.parent / "base-python"
+    )
     wheel_spec = wheelhouse.WheelhouseSpec(
         directory=opts.workspace / "wheelhouse",
         pyproject=opts.workspace / "pyproject.toml",
