@@ -6,6 +6,7 @@ from types import TracebackType
 from typing import Protocol
 
 from rich.console import Console
+from rich.markup import escape
 from rich.status import Status
 
 
@@ -28,11 +29,12 @@ class ConsoleReporter:
     def status(self, message: str) -> None:
         if not self.console.is_terminal:
             return
+        text = escape(message)  # build step names hold [brackets] that are not rich markup
         if self._status is None:
-            self._status = self.console.status(message)
+            self._status = self.console.status(text)
             self._status.start()
         else:
-            self._status.update(message)
+            self._status.update(text)
 
     def done(self) -> None:
         if self._status is not None:
