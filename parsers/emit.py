@@ -13,7 +13,14 @@ from __future__ import annotations
 from parsers.families.base import CallArgs, CallBegin, CallEnd, Event, Text
 from parsers.ids import IdFactory, new_call_id
 from parsers.plan import ToolMode
-from parsers.types import Delta, ToolCallDelta
+from parsers.types import (
+    Delta,
+    ToolCallDelta,
+    args_delta,
+    content_delta,
+    make_delta,
+    reasoning_delta,
+)
 
 
 class Emitter:
@@ -36,39 +43,32 @@ class Emitter:
         self._in_call = False
 
     def push(self, events: list[Event]) -> list[Delta]:
-        if len(events) == 1 and type(events[0]) is Text:  # the common case: prose only
+        if len(events) == 1:  # the common streaming cases: one prose piece, one fragment
             only = events[0]
-            if not only.text:
-                return []
-            if only.channel == "reasoning":
-                return [Delta(reasoning_content=only.text)]
-            return [Delta(content=only.text)]
+            if type(only) is Text:
+                if not only.text:
+                    return []
+                if only.channel == "reasoning":
+                    return [reasoning_delta(only.text)]
+                return [content_delta(only.text)]
+            if type(only) is CallArgs and not self._whole:
+                if self._skip or not only.fragment:
+                    return []
+                return [make_delta(None, None, [args_delta(self.calls - 1, only.fragment)])]
         if not events:
             return []
         out: list[Delta] = []
         content: list[str] = []
         reasoning: list[str] = []
         calls: list[ToolCallDelta] = []
-
-        def flush() -> None:
-            if content or reasoning or calls:
-                out.append(
-                    Delta(
-                        content="".join(content) or None,
-                        reasoning_content="".join(reasoning) or None,
-                        tool_calls=_merge(calls),
-                    )
-                )
-                content.clear()
-                reasoning.clear()
-                calls.clear()
+        flush = self._flush
 
         for ev in events:
             if isinstance(ev, Text):
                 if not ev.text:
                     continue
                 if calls:
-                    flush()
+                    flush(out, content, reasoning, calls)
                 (reasoning if ev.channel == "reasoning" else content).append(ev.text)
             elif isinstance(ev, CallBegin):
                 self._in_call = True
@@ -84,7 +84,7 @@ class Emitter:
                     self._args = []
                 else:
                     if content or reasoning:
-                        flush()
+                        flush(out, content, reasoning, calls)
                     calls.append(delta)
             elif isinstance(ev, CallArgs):
                 if self._skip or not ev.fragment:
@@ -92,7 +92,7 @@ class Emitter:
                 if self._whole:
                     self._args.append(ev.fragment)
                 else:
-                    calls.append(ToolCallDelta(self.calls - 1, arguments=ev.fragment))
+                    calls.append(args_delta(self.calls - 1, ev.fragment))
             elif isinstance(ev, CallEnd):
                 self._in_call = False
                 if self._skip:
@@ -100,14 +100,14 @@ class Emitter:
                     if self._whole and not ev.complete and ev.raw and self._mode == "named":
                         # V1: an unparsed call is text, whoever it was addressed to
                         if calls:
-                            flush()
+                            flush(out, content, reasoning, calls)
                         content.append(ev.raw)
                     continue
                 if self._whole and self._open is not None:
                     opened, self._open = self._open, None
                     if ev.complete:
                         if content or reasoning:
-                            flush()
+                            flush(out, content, reasoning, calls)
                         args = "".join(self._args)
                         calls.append(
                             ToolCallDelta(opened.index, opened.id, opened.name, args or "{}")
@@ -116,10 +116,23 @@ class Emitter:
                         self.calls -= 1  # the index was never shown: keep indexes dense
                         if ev.raw:
                             if calls:
-                                flush()
+                                flush(out, content, reasoning, calls)
                             content.append(ev.raw)
-        flush()
+        flush(out, content, reasoning, calls)
         return out
+
+    @staticmethod
+    def _flush(
+        out: list[Delta], content: list[str], reasoning: list[str], calls: list[ToolCallDelta]
+    ) -> None:
+        """The pieces collected so far become one delta."""
+        if content or reasoning or calls:
+            out.append(
+                make_delta("".join(content) or None, "".join(reasoning) or None, _merge(calls))
+            )
+            content.clear()
+            reasoning.clear()
+            calls.clear()
 
 
 def _merge(calls: list[ToolCallDelta]) -> list[ToolCallDelta]:

@@ -117,13 +117,26 @@ class MarkerMachine(FamilyMachine):
     # -- public --
 
     def feed(self, text: str) -> list[Event]:
+        events: list[Event]
         if self._plain_re is not None and text:
             body = self._plain(text)
             if body is not None:
                 mode = self._mode
                 assert mode == "content" or mode == "reasoning"
                 return [Text(body, mode)] if body else []
-        events: list[Event] = []
+        elif self._mode == "call" and text and not self._buf:
+            # inside a call region the scanner's events go out as they are
+            sc = self._scanner
+            assert sc is not None
+            res = sc.feed(text)
+            if res.status == "more":
+                return res.events
+            events = []
+            _, rest = self._region_result(res, events)
+            self._run(rest, events, final=False)
+            self._plain_re = self._plain_state()
+            return events
+        events = []
         data, self._buf = self._buf + text, ""
         self._run(data, events, final=False)
         self._plain_re = self._plain_state()
@@ -360,6 +373,10 @@ class MarkerMachine(FamilyMachine):
         if res.status == "more" and final:
             end = sc.finish()
             res = ScanResult(res.events + end.events, end.status, end.rest)
+        return self._region_result(res, events)
+
+    def _region_result(self, res: ScanResult, events: list[Event]) -> tuple[bool, str]:
+        """Takes the scanner's result: (whether the region is over, the text after it)."""
         events.extend(res.events)
         if res.status == "more":
             return False, ""

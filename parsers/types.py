@@ -56,6 +56,17 @@ def make_delta(
     return d
 
 
+def args_delta(index: int, fragment: str) -> ToolCallDelta:
+    """`ToolCallDelta(index, arguments=fragment)`, built like `content_delta`."""
+    d = _new(ToolCallDelta)
+    fields = d.__dict__
+    fields["index"] = index
+    fields["id"] = None
+    fields["name"] = None
+    fields["arguments"] = fragment
+    return d
+
+
 def reasoning_delta(text: str) -> Delta:
     """`Delta(reasoning_content=text)`, built like `content_delta`."""
     d = _new(Delta)
