@@ -22,6 +22,7 @@ import importlib.util
 import io
 import json
 import os
+import select
 import signal
 import sys
 import tempfile
@@ -131,9 +132,38 @@ def serve(proto_in: int, proto_out: int) -> None:
         if pid == 0:
             _become_child(request, proto_in, proto_out)
         _send(proto_out, pid=pid)
-        _, status = os.waitpid(pid, 0)
+        status = wait_child(pid, proto_in)
         kill_leftovers(pid)
+        if status is None:
+            return  # the parent is gone: so is its test
         _send(proto_out, pid=pid, status=status)
+
+
+def wait_child(pid: int, proto_in: int) -> int | None:
+    """The child's wait status; None (child killed) if the parent went away meanwhile.
+
+    The parent sends nothing while a child runs, so the request pipe becoming readable means
+    end of file: the parent died (its deadline died with it), and a hung test must not keep
+    running forever as an orphan.
+    """
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is None:
+        return os.waitpid(pid, 0)[1]
+    try:
+        pidfd = pidfd_open(pid)
+    except OSError:
+        return os.waitpid(pid, 0)[1]
+    try:
+        while True:
+            ready, _, _ = select.select([pidfd, proto_in], [], [])
+            if pidfd in ready:
+                return os.waitpid(pid, 0)[1]
+            if proto_in in ready:
+                kill_leftovers(pid)
+                os.waitpid(pid, 0)
+                return None
+    finally:
+        os.close(pidfd)
 
 
 def kill_leftovers(pgid: int) -> None:

@@ -8,6 +8,8 @@ failure is caused by what the child did and nothing else.
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -452,3 +454,40 @@ def test_a_server_refuses_to_preload_a_project_module(pytester: pytest.Pytester)
     rec = run_inner(pytester, "@pytest.mark.isolated()\ndef test_x():\n    pass\n")
     (error,) = [r for r in rec.getreports("pytest_runtest_logreport") if r.failed]
     assert "'project_settings' is a project module" in error.longreprtext
+
+
+def test_a_hung_child_does_not_outlive_a_killed_parent(pytester: pytest.Pytester) -> None:
+    pidfile = pytester.path / "child.pid"
+    pytester.makepyfile(
+        test_inner=HEADER
+        + f"""
+@pytest.mark.isolated()
+def test_hangs():
+    open({str(pidfile)!r}, "w").write(str(os.getpid()))
+    time.sleep(120)
+"""
+    )
+    parent = pytester.popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--isolated-launcher=forkserver",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not pidfile.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        child = int(pidfile.read_text())
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 10
+    while not _gone(child) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(child), "the isolated child outlived its killed parent"
