@@ -118,13 +118,7 @@ class MarkerMachine(FamilyMachine):
 
     def feed(self, text: str) -> list[Event]:
         events: list[Event]
-        if self._plain_re is not None and text:
-            body = self._plain(text)
-            if body is not None:
-                mode = self._mode
-                assert mode == "content" or mode == "reasoning"
-                return [Text(body, mode)] if body else []
-        elif self._mode == "call" and text and not self._buf:
+        if self._mode == "call" and text and not self._buf:
             # inside a call region the scanner's events go out as they are
             sc = self._scanner
             assert sc is not None
@@ -143,38 +137,32 @@ class MarkerMachine(FamilyMachine):
         return events
 
     def prose(self, text: str) -> list[Delta] | None:
-        """`feed` for the common streaming case, straight to deltas: in plain prose, a chunk
-        without any character that can start a marker or change quote state is emitted as
-        it is (one Text event is one Delta in the Emitter). None: not that case; call
-        `feed`. Saves the event and emitter round trip that dominate a few-character feed."""
-        if self._plain_re is None or not text:
-            return None
-        body = self._plain(text)
-        if body is None:
-            return None
-        if not body:
-            return []
-        return [content_delta(body) if self._mode == "content" else reasoning_delta(body)]
-
-    def _plain(self, text: str) -> str | None:
-        """The prose fast path (see `prose`): the text to emit, or None when the chunk needs
-        the full scan. Same result as `_scan_text` on such a chunk: no marker, no quote
-        change, only trailing blanks held back (they may precede a call start)."""
+        """`feed` for the common streaming case, straight to deltas; None: not that case,
+        call `feed`. In plain prose, a chunk without any character that can start a marker or
+        change quote state is emitted as it is, only trailing blanks held back (they may
+        precede a call start): what `_scan_text` does with it, without the event and
+        emitter round trip that dominate a few-character feed (one Text is one Delta)."""
         rx = self._plain_re
-        assert rx is not None
-        buf = self._buf
-        if rx.search(text) is not None or (buf and buf.strip(_BLANKS)):
+        if rx is None or not text or rx.search(text) is not None:
             return None
-        data = buf + text if buf else text
+        buf = self._buf
+        if buf:
+            if buf.strip(_BLANKS):
+                return None
+            text = buf + text
         if self._starts and text[-1] in _BLANKS:
-            body = data.rstrip(_BLANKS)
-            self._buf = data[len(body) :]
+            body = text.rstrip(_BLANKS)
+            self._buf = text[len(body) :]
+            if not body:
+                return []
         else:
-            body = data
+            body = text
             self._buf = ""
-        if body and self._quotes is not None:
+        if self._quotes is not None:
             self._quotes.prev = body[-1]
-        return body
+        if self._mode == "content":
+            return [content_delta(body)]
+        return [reasoning_delta(body)]
 
     def _plain_state(self) -> re.Pattern[str] | None:
         """The fast-path regex when the state is plain prose, else None (recomputed after
