@@ -7,9 +7,8 @@ from parsers.families.base import AnyReasoningGrammar, AnyToolGrammar, Reasoning
 from parsers.families.dsml import DsmlGrammar
 
 TOOL_GRAMMARS: dict[str, AnyToolGrammar] = {
-    "deepseek_v4": DsmlGrammar(
-        "deepseek_v4", spaced=False, blocks=("tool_calls", "function_calls")
-    ),
+    # Only `tool_calls`: V3.2's `function_calls` wrapper is not a V4 block (as vLLM).
+    "deepseek_v4": DsmlGrammar("deepseek_v4", spaced=False, blocks=("tool_calls",)),
 }
 REASONING_GRAMMARS: dict[str, AnyReasoningGrammar] = {
     "deepseek_v4": ReasoningGrammar("deepseek_v4"),

@@ -6,14 +6,22 @@ V4.1: the same with a space after the tag token and block name `calls`: `<｜DSM
       `<｜DSML｜ invoke name="F">`, ... `</｜DSML｜ calls>`.
 The bars are U+FF5C. Inside a block the tags are read tolerantly (any blanks after the token,
 either spelling of the token). `string="true"` values are raw text, trimmed, streamed;
-`string="false"` values are JSON (a string when they do not parse). A block whose close is
-missing at the end of output keeps its complete invokes.
+`string="false"` values (and values without a `string` attribute) are JSON, a string when
+they do not parse. A block whose close is missing at the end of output keeps its complete
+invokes.
+
+Model slips tolerated as vLLM's DeepSeek V4 parser does: a value is also ended by the next
+`<｜DSML｜parameter ` tag, the invoke's close or the block's close (its `</｜DSML｜parameter>`
+is missing); an invoke is also ended by the block's close; a lone `arguments` / `input`
+parameter that the declared tool does not name, whose value is an object of declared
+parameters, is unwrapped to that object.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any
 
 from parsers.families.base import (
@@ -27,6 +35,7 @@ from parsers.families.base import (
     ToolGrammar,
 )
 from parsers.families.xmlargs import ArgsJson, RawValue, StringValue, TagBuffer, ValueSink
+from parsers.jsonstream import dumps
 from parsers.scan import MarkerSet
 
 BAR = "\uff5c"
@@ -48,7 +57,50 @@ def _close_tags(name: str) -> tuple[str, ...]:
     return (f"</{TOKEN}{name}>", f"</{TOKEN} {name}>")
 
 
-_PARAM_END = MarkerSet(_close_tags("parameter"))
+# What ends a value: its close, or (close missing) the next parameter, the invoke's close or
+# the block's close. Only the first is consumed with the value.
+_PARAM_CLOSE = frozenset(_close_tags("parameter"))
+_VALUE_END = MarkerSet(
+    (
+        *_PARAM_CLOSE,
+        *_close_tags("invoke"),
+        *_close_tags("tool_calls"),
+        *_close_tags("calls"),
+        f"<{TOKEN}parameter ",
+        f"<{TOKEN} parameter ",
+    )
+)
+_WRAPPERS = ("arguments", "input")
+
+
+class _Unwrap:
+    """A lone wrapper parameter (`arguments`/`input`) the tool does not declare: collected
+    whole; its object is spliced in as the arguments when every key is declared."""
+
+    __slots__ = ("_args", "_declared", "_key", "_parts", "_string")
+
+    def __init__(self, args: ArgsJson, key: str, declared: frozenset[str], string: bool) -> None:
+        self._args = args
+        self._key = key
+        self._declared = declared
+        self._string = string
+        self._parts: list[str] = []
+
+    def feed(self, raw: str) -> str:
+        if raw:
+            self._parts.append(raw)
+        return ""
+
+    def end(self) -> str:
+        text = "".join(self._parts).strip(_BLANKS)
+        value: Any = text if self._string else _json_or_text(text)
+        inner = _json_or_text(value) if isinstance(value, str) else value
+        if isinstance(inner, dict) and set(inner) <= self._declared:
+            return "".join(self._args.key(k) + dumps(v) for k, v in inner.items())
+        return self._args.key(self._key) + dumps(value)
+
+    def force_end(self) -> str:
+        return self.end()
 
 
 class DsmlScanner(CallScanner):
@@ -64,7 +116,7 @@ class DsmlScanner(CallScanner):
         self._state = "block"  # block (between invokes), invoke (between params), value
         self._name = ""
         self._args = ArgsJson()
-        self._sink: ValueSink | None = None
+        self._sink: ValueSink | _Unwrap | None = None
         self._calls = 0  # invokes begun
         self._in_call = False
 
@@ -124,14 +176,16 @@ class DsmlScanner(CallScanner):
             if st == "value":
                 sink = self._sink
                 assert sink is not None
-                before, tag = self._buf.until(_PARAM_END, final)
+                before, tag = self._buf.until(_VALUE_END, final)
                 self._call_raw.append(before)
                 out = sink.feed(before)
                 if out:
                     events.append(CallArgs(out))
                 if tag is None:
                     return ScanResult(events)
-                self._take(len(tag))
+                if tag in _PARAM_CLOSE:
+                    self._take(len(tag))
+                # else: the close is missing; the tag is read next in the invoke state
                 events.append(CallArgs(sink.end()))
                 self._sink = None
                 self._state = "invoke"
@@ -165,11 +219,7 @@ class DsmlScanner(CallScanner):
             else:  # invoke: parameters or the invoke's close
                 if not closing and name == "parameter" and "name" in attrs:
                     self._take(blanks + m.end())
-                    prefix = self._args.key(attrs["name"])
-                    if attrs.get("string", "true").lower() == "false":
-                        self._sink = RawValue(prefix, _json_or_text, trim="blanks")
-                    else:
-                        self._sink = StringValue(prefix, trim="blanks")
+                    self._sink = self._value_sink(attrs["name"], attrs.get("string"))
                     self._state = "value"
                 elif closing and name == "invoke":
                     self._take(blanks + m.end())
@@ -177,8 +227,30 @@ class DsmlScanner(CallScanner):
                     events.append(CallEnd())
                     self._in_call = False
                     self._state = "block"
+                elif closing and name == self._block:
+                    # `</｜DSML｜invoke>` missing: the block's close ends the invoke too.
+                    self._take(blanks)
+                    events.append(CallArgs(ArgsJson.close()))
+                    events.append(CallEnd())
+                    self._in_call = False
+                    self._buf.take(m.end())
+                    return ScanResult(events, "done", self._buf.rest())
                 else:
                     return self._malformed(events)
+
+    def _value_sink(self, key: str, string_attr: str | None) -> ValueSink | _Unwrap:
+        """The sink of a parameter value. `string="true"` is text; `"false"` (or no attribute,
+        as vLLM reads it) is JSON, else text."""
+        is_string = string_attr is not None and string_attr.lower() != "false"
+        if self._args.count == 0 and key in _WRAPPERS:
+            params = self._ctx.schemas.get(self._name)
+            props = params.get("properties") if isinstance(params, Mapping) else None
+            if isinstance(props, Mapping) and props and key not in props:
+                return _Unwrap(self._args, key, frozenset(props), is_string)
+        prefix = self._args.key(key)
+        if is_string:
+            return StringValue(prefix, trim="blanks")
+        return RawValue(prefix, _json_or_text, trim="blanks")
 
     def _malformed(self, events: list[Event]) -> ScanResult:
         if self._calls == 0 and not events:
@@ -189,8 +261,7 @@ class DsmlScanner(CallScanner):
 
 
 class DsmlGrammar(ToolGrammar):
-    """`blocks`: accepted block names, the first being the family's own (DeepSeek V3.2 wrote
-    `function_calls`; V4 `tool_calls`, so V4 accepts both)."""
+    """`blocks`: accepted block names (V4 `tool_calls`, V4.1 `calls`)."""
 
     def __init__(self, name: str, *, spaced: bool, blocks: tuple[str, ...]) -> None:
         self.name = name

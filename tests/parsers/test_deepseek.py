@@ -146,11 +146,11 @@ def test_v41_starts_in_response_without_prefill() -> None:
 
 
 @GENS
-def test_v32_function_calls_block_name_accepted(gen: int) -> None:
+def test_v32_function_calls_block_is_not_a_v4_block(gen: int) -> None:
+    # As vLLM's DeepSeekV4ToolParser (test_function_calls_block_is_not_accepted): V4 writes
+    # `tool_calls`; the V3.2 wrapper `function_calls` is text. No reasoning parser here, so
+    # the text is content.
     text = dsml([("get_weather", [("location", "Hangzhou", True), ("date", "2024-01-16", True)])])
     text = text.replace("tool_calls>", "function_calls>")
-    msg = run(text, gen, **V4)
-    assert (msg.content, calls(msg)) == (
-        None,
-        [("get_weather", {"location": "Hangzhou", "date": "2024-01-16"})],
-    )
+    msg = run(text, gen, tool_parser="deepseek_v4")
+    assert (msg.content, msg.tool_calls) == (text, [])
