@@ -26,7 +26,7 @@ from parsers.families.base import (
 from parsers.families.hermes import HermesScanner
 from parsers.families.xmlargs import ArgsJson, RawValue, StringValue, TagBuffer, ValueSink
 from parsers.scan import MarkerSet
-from parsers.schema import convert_value, primary_type, schema_types
+from parsers.schema import convert_by_type, convert_value, primary_type, schema_types
 
 TOOL_CALL = "<tool_call>"
 TOOL_CALL_END = "</tool_call>"
@@ -41,24 +41,44 @@ _VALUE_END = MarkerSet((PARAMETER_END, PARAMETER, FUNCTION_END, TOOL_CALL_END))
 _AFTER_TAGS = MarkerSet((TOOL_CALL_END, FUNCTION))
 _BARE_AFTER_TAGS = MarkerSet((TOOL_CALL_END,))
 _MAX_NAME = 256
+# a function name never holds blanks, tags or template braces: `<function={{ tc.name }}>`
+# (an unrendered Jinja template in prose) is text, not a call
+_NOT_IN_NAME = frozenset("<>{} \t\r\n")
 
 
-def _convert(ctx: CallContext, tool: str, key: str) -> tuple[bool, Any]:
-    """(is_string, converter) for a parameter by the declared schema."""
+def _convert(ctx: CallContext, tool: str, key: str) -> tuple[bool, str, Any]:
+    """(is_string, null words, converter) for a parameter by the declared schema.
+
+    Null words of a string value: `null` becomes JSON null for undeclared parameters; a
+    nullable string also takes `None`; a declared plain string keeps both (as vLLM does).
+    """
     schema = ctx.param_schema(tool, key)
     if schema is None:
-        return True, None
+        return True, "null", None
     t = primary_type(schema)
-    if t is None or t in ("string", "str", "text", "varchar", "char", "enum"):
-        return True, None
     types = schema_types(schema)
+    if t is None:
+        return True, "null", None
+    if t in ("string", "str", "text", "varchar", "char", "enum"):
+        return True, "null_none" if "null" in types else "", None
 
     def conv(text: str) -> Any:
-        if text.lower() == "null":
+        # `None` is how Qwen3.5 templates render a null argument (`value | string`)
+        if text.lower() == "null" or text == "None":
             return None
-        return convert_value(text, schema) if types else text
+        return _double_decoded(convert_value(text, schema), t) if types else text
 
-    return False, conv
+    return False, "", conv
+
+
+def _double_decoded(value: Any, t: str) -> Any:
+    """An object/array value the model wrote as a JSON string of its repr
+    (`"{'key': 'value'}"`, from templates that ran `json.dumps(str(dict))`) is decoded again."""
+    if isinstance(value, str) and t in ("object", "array", "dict", "list"):
+        again = convert_by_type(value, t)
+        if isinstance(again, (dict, list)):
+            return again
+    return value
 
 
 class Qwen3CoderScanner(CallScanner):
@@ -140,7 +160,7 @@ class Qwen3CoderScanner(CallScanner):
                         return ScanResult(events, "done", buf.rest())
                     return ScanResult(events)
                 name = buf.text[:end].strip()
-                if not name or "<" in name or "\n" in name:
+                if not name or any(c in _NOT_IN_NAME for c in name):
                     if not self._committed:
                         return self._reject()
                     return ScanResult(events, "done", buf.rest())
@@ -186,10 +206,14 @@ class Qwen3CoderScanner(CallScanner):
                     return ScanResult(events)
                 key = buf.take(end + 1)[:-1].strip()
                 prefix = self._args.key(key)
-                is_string, conv = _convert(self._ctx, self._name, key)
+                is_string, nulls, conv = _convert(self._ctx, self._name, key)
                 if is_string:
                     self._sink = StringValue(
-                        prefix, trim="one_newline", entities=True, null_word=True
+                        prefix,
+                        trim="one_newline",
+                        entities=True,
+                        null_word=bool(nulls),
+                        none_word=nulls == "null_none",
                     )
                 else:
                     self._sink = RawValue(prefix, conv, trim="one_newline", entities=True)

@@ -83,18 +83,27 @@ class StringValue:
 
     Leading/trailing trimming per `trim`; HTML/XML entities decoded when `entities`; with
     `null_word`, a value that is exactly `null` (any case) becomes JSON null, so text that
-    may still be that word is held back.
+    may still be that word is held back; `none_word` also takes `None` (a nullable value as
+    Python-rendering templates write it).
     """
 
     __slots__ = ("_entities", "_lead_done", "_null", "_pending", "_prefix", "_started", "_trim")
 
     def __init__(
-        self, prefix: str, *, trim: Trim, entities: bool = False, null_word: bool = False
+        self,
+        prefix: str,
+        *,
+        trim: Trim,
+        entities: bool = False,
+        null_word: bool = False,
+        none_word: bool = False,
     ) -> None:
         self._prefix = prefix
         self._trim = trim
         self._entities = entities
-        self._null = null_word
+        self._null: tuple[str, ...] = (
+            ("null", "none") if none_word else ("null",) if null_word else ()
+        )
         self._pending = ""
         self._lead_done = trim == "none"
         self._started = False
@@ -124,8 +133,10 @@ class StringValue:
             m = _ENTITY_TAIL.search(text, 0, hold) if "&" in text else None
             if m is not None and m.end() == hold:
                 hold = m.start()
-        if self._null and not self._started and "null".startswith(text[:hold].lower()):
-            hold = 0
+        if self._null and not self._started:
+            head = text[:hold].lower()
+            if any(w.startswith(head) for w in self._null):
+                hold = 0
         self._pending = text[hold:]
         out = text[:hold]
         if not out:
@@ -137,7 +148,7 @@ class StringValue:
         self._pending = ""
         if not self._lead_done:
             text = _lead(text, self._trim)
-        if self._null and not self._started and text.lower() == "null":
+        if self._null and not self._started and text.lower() in self._null:
             self._started = True
             return self._prefix + "null"
         body = decode_entities(text) if self._entities else text
