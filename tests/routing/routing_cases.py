@@ -43,6 +43,10 @@ DEPLOYMENTS: tuple[Deployment, ...] = (
     Deployment("kimi-k3", "kimi_k3", "kimi_k3", "kimi_k3"),
     Deployment("gemma4", "gemma4", "gemma4", "gemma4"),
     Deployment("muse", "muse", "muse", "muse", v2_only=True),
+    # Pair shapes other than "both": a tool parser alone, a reasoning parser alone.
+    Deployment("qwen3-coder-tool-only", "qwen3_coder", None, "qwen3"),
+    Deployment("qwen3-reasoning-only", None, "qwen3", "qwen3"),
+    Deployment("muse-reasoning-only", None, "muse", "muse", v2_only=True),
     Deployment("no-parser", None, None, None),
 )
 
@@ -105,7 +109,9 @@ def expected_route(deployment: Deployment, shape: str, value: str | None) -> str
     if value == "1":
         return "ConfigError" if deployment.v2_only else "legacy_jail"
     if value == "2" or deployment.v2_only:
-        return "parser_v2"
+        # V2 serves every request of the family, except a forced choice without a tool
+        # parser: only the jail parses those, and V2 must refuse rather than fall back.
+        return "InvalidRequest" if forced and deployment.tool_parser is None else "parser_v2"
     if forced or shape == "structural-tag":
         return "legacy_jail"
     if deployment.tool_parser == "qwen3_coder" and shape in ("tool_choice-unset", "auto"):
