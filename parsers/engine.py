@@ -62,15 +62,14 @@ class Engine:
         )
         self.finish_reason: str | None = None
         self._finished = False
-        # the marker machine's prose fast path (no events, no emitter); None after finish
-        self._prose = self._machine.prose if isinstance(self._machine, MarkerMachine) else None
+        self._push = self._emitter.push
+        # the marker machine's feed-to-deltas with its fast paths; None after finish
+        self._deltas = self._machine.deltas if isinstance(self._machine, MarkerMachine) else None
 
     def feed(self, text: str) -> list[Delta]:
-        prose = self._prose
-        if prose is not None and len(text) <= _PIECE:
-            fast = prose(text)
-            if fast is not None:
-                return fast
+        deltas = self._deltas
+        if deltas is not None and len(text) <= _PIECE:
+            return deltas(text, self._push)
         if self._finished:
             raise RuntimeError("feed() after finish()")
         if len(text) <= _PIECE:
@@ -78,16 +77,16 @@ class Engine:
         # A long text goes through in bounded pieces: a machine may copy "the rest of this
         # chunk" once per marker, which must not make one huge chunk quadratic. Chunk
         # invariance makes the result the same.
-        deltas: list[Delta] = []
+        out: list[Delta] = []
         for i in range(0, len(text), _PIECE):
-            deltas += self._emitter.push(self._machine.feed(text[i : i + _PIECE]))
-        return deltas
+            out += self._emitter.push(self._machine.feed(text[i : i + _PIECE]))
+        return out
 
     def finish(self, reason: str = "stop") -> list[Delta]:
         if self._finished:
             return []
         self._finished = True
-        self._prose = None
+        self._deltas = None
         deltas = self._emitter.push(self._machine.finish(reason))
         self.finish_reason = "tool_calls" if self._emitter.calls else reason
         return deltas

@@ -117,52 +117,55 @@ class MarkerMachine(FamilyMachine):
     # -- public --
 
     def feed(self, text: str) -> list[Event]:
-        events: list[Event]
-        if self._mode == "call" and text and not self._buf:
-            # inside a call region the scanner's events go out as they are
-            sc = self._scanner
-            assert sc is not None
-            res = sc.feed(text)
-            if res.status == "more":
-                return res.events
-            events = []
-            _, rest = self._region_result(res, events)
-            self._run(rest, events, final=False)
-            self._plain_re = self._plain_state()
-            return events
-        events = []
+        events: list[Event] = []
         data, self._buf = self._buf + text, ""
         self._run(data, events, final=False)
         self._plain_re = self._plain_state()
         return events
 
-    def prose(self, text: str) -> list[Delta] | None:
-        """`feed` for the common streaming case, straight to deltas; None: not that case,
-        call `feed`. In plain prose, a chunk without any character that can start a marker or
-        change quote state is emitted as it is, only trailing blanks held back (they may
-        precede a call start): what `_scan_text` does with it, without the event and
-        emitter round trip that dominate a few-character feed (one Text is one Delta)."""
+    def deltas(self, text: str, push: Callable[[list[Event]], list[Delta]]) -> list[Delta]:
+        """`push(feed(text))` (`push`: the Emitter's), with the per-feed work of the common
+        streaming cases cut short: in plain prose, a chunk without any character that can
+        start a marker or change quote state is emitted as it is, only trailing blanks held
+        back (they may precede a call start) — what `_scan_text` does with it, without the
+        event and emitter round trip (one Text is one Delta); in a call region the chunk goes
+        straight to the scanner. Per few-character feed, that round trip is most of the cost.
+        """
+        if not text:
+            return []
         rx = self._plain_re
-        if rx is None or not text or rx.search(text) is not None:
-            return None
-        buf = self._buf
-        if buf:
-            if buf.strip(_BLANKS):
-                return None
-            text = buf + text
-        if self._starts and text[-1] in _BLANKS:
-            body = text.rstrip(_BLANKS)
-            self._buf = text[len(body) :]
-            if not body:
-                return []
-        else:
-            body = text
-            self._buf = ""
-        if self._quotes is not None:
-            self._quotes.prev = body[-1]
-        if self._mode == "content":
-            return [content_delta(body)]
-        return [reasoning_delta(body)]
+        if rx is not None:
+            if rx.search(text) is None:
+                buf = self._buf
+                if buf and buf.strip(_BLANKS):
+                    return push(self.feed(text))
+                if buf:
+                    text = buf + text
+                if self._starts and text[-1] in _BLANKS:
+                    body = text.rstrip(_BLANKS)
+                    self._buf = text[len(body) :]
+                    if not body:
+                        return []
+                else:
+                    body = text
+                    self._buf = ""
+                if self._quotes is not None:
+                    self._quotes.prev = body[-1]
+                if self._mode == "content":
+                    return [content_delta(body)]
+                return [reasoning_delta(body)]
+        elif self._mode == "call" and not self._buf:
+            sc = self._scanner
+            assert sc is not None
+            res = sc.feed(text)
+            if res.status == "more":
+                return push(res.events)
+            events: list[Event] = []
+            _, rest = self._region_result(res, events)
+            self._run(rest, events, final=False)
+            self._plain_re = self._plain_state()
+            return push(events)
+        return push(self.feed(text))
 
     def _plain_state(self) -> re.Pattern[str] | None:
         """The fast-path regex when the state is plain prose, else None (recomputed after
