@@ -160,3 +160,26 @@ def test_without_the_helper_the_builder_ships_stale_bytes(
 
     _direct_build(engine, ws, real, tag)  # same inputs, builder behind the helper
     assert read_in_image(engine, name, MODULE) == path.read_text() != original_text
+
+
+def test_building_straight_from_a_checkout_misses_a_restored_mtime_edit(
+    engine: Engine, sidecar_images: dict[str, str], tmp_path: Path, tag: str
+) -> None:
+    """Why builds go through the synced context: BuildKit's context transfer compares size and
+    mtime with its last copy, so a same-size edit with the mtime put back is never sent."""
+    ws = copy_workspace(tmp_path / "ws")
+    real = (ws / "Dockerfile").read_text()
+    path = ws / EDITED
+    original_text = path.read_text()
+    name = image_tag("sidecar-vllm", PREFIX, tag)
+
+    _direct_build(engine, ws, real, tag)
+    before = path.stat()
+    edited = same_size_edit(path)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # exactly as BuildKit saw it
+    _direct_build(engine, ws, real, tag)
+    assert read_in_image(engine, name, MODULE) == original_text  # stale: never transferred
+
+    args = ("--tag-prefix", PREFIX, "--tag", tag, "--context-dir", str(tmp_path / "ctx"))
+    build_images(ws, *args, "sidecar-vllm")  # the tool's content-synced context
+    assert read_in_image(engine, name, MODULE) == edited
