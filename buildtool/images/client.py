@@ -13,7 +13,6 @@ import shutil
 import subprocess
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 # Where Debian's docker.io puts its client; checked after whatever `docker` is first on PATH.
 WELL_KNOWN_CLIENTS: tuple[str, ...] = ("/usr/bin/docker",)
@@ -120,11 +119,3 @@ def find_client(base_env: dict[str, str], run: Runner = _run) -> BuildkitClient:
             "docker.io client (its `docker build` has BuildKit built in)"
         )
     return client
-
-
-def client_env(client: BuildkitClient, base_env: dict[str, str]) -> dict[str, str]:
-    return {**base_env, **dict(client.env)}
-
-
-def is_executable(path: str) -> bool:
-    return Path(path).is_file() and os.access(path, os.X_OK)
