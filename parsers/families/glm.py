@@ -11,7 +11,7 @@ string kept as written.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, Literal
 
 from parsers.families.base import (
     AnyReasoningGrammar,
@@ -58,7 +58,69 @@ def _json_or_text(text: str) -> Any:
     try:
         return json.loads(text)
     except ValueError:
-        return text
+        pass
+    if '\\"' in text:
+        # JSON written with escaped quotes (`[{\"id\": \"1\"}]`, as GLM-4.6 sometimes does):
+        # unescape once as a JSON string body, then parse (as SGLang does)
+        try:
+            inner = json.loads('"' + text + '"')
+            if isinstance(inner, str):
+                return json.loads(inner)
+        except ValueError:
+            pass
+    return text
+
+
+def _json_or_unquoted(text: str) -> Any:
+    """A string-typed value written as a JSON string that does not parse (`"\\C|\\."`): the
+    text inside the quotes, backslashes kept (as SGLang does)."""
+    value = _json_or_text(text)
+    core = text.strip()
+    if value is text and len(core) >= 2 and core[0] == core[-1] == '"':
+        return core[1:-1]
+    return value
+
+
+def _typed(text: str, schema: Any) -> Any:
+    """Schema typing; an `array` value that is not JSON or a literal is split at commas
+    (`rust, python, go` -> three strings, as Dynamo does)."""
+    value = convert_value(text, schema)
+    if value is text and primary_type(schema) == "array" and text.strip():
+        return [part.strip() for part in text.split(",")]
+    return value
+
+
+_LITERAL_NL = "\\n"  # a backslash and `n`: some GLM outputs put it between the tags
+
+
+def _after_layout(text: str, tags: MarkerSet) -> tuple[int, str | Literal[False] | None]:
+    """Like `TagBuffer.starts_after_blanks`, also skipping literal `\\n` pairs (SGLang accepts
+    `<tool_call>f\\n<arg_key>…</arg_key>\\n<arg_value>…`): (layout length, tag/None/False)."""
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c in " \t\r\n":
+            i += 1
+        elif text.startswith(_LITERAL_NL, i):
+            i += 2
+        elif c == "\\" and i + 1 == n:
+            return i, None  # may still become a literal `\\n`
+        else:
+            break
+    rest = text[i:]
+    if not rest:
+        return i, None
+    tag = tags.match_at(rest, 0)
+    if tag is not None:
+        return i, tag
+    return i, (None if tags.is_partial(rest) else False)
+
+
+def _strip_name(raw: str) -> str:
+    name = raw.strip()
+    while name.endswith(_LITERAL_NL):
+        name = name[: -len(_LITERAL_NL)].rstrip()
+    return name
 
 
 class _PendingValue:
@@ -70,13 +132,14 @@ class _PendingValue:
         self.parts: list[str] = []
 
     def choose(self, first: str) -> ValueSink:
-        if first in '{["':
-            return RawValue(self.prefix, _json_or_text, trim=_TRIM, entities=True)
         t = primary_type(self.schema)
+        if first in '{["':
+            conv = _json_or_unquoted if is_string_type(t) else _json_or_text
+            return RawValue(self.prefix, conv, trim=_TRIM, entities=True)
         if t is None or is_string_type(t):
             return StringValue(self.prefix, trim=_TRIM, entities=True)
         schema = self.schema
-        return RawValue(self.prefix, lambda s: convert_value(s, schema), trim=_TRIM, entities=True)
+        return RawValue(self.prefix, lambda s: _typed(s, schema), trim=_TRIM, entities=True)
 
 
 class GlmScanner(CallScanner):
@@ -138,7 +201,7 @@ class GlmScanner(CallScanner):
                         return ScanResult([], "reject", "".join(self._fed))
                     return ScanResult(events)
                 limit = m.start()
-                name = buf.text[:limit].strip()
+                name = _strip_name(buf.text[:limit])
                 if not name or "<" in name or "\n" in name or len(name) > _MAX_NAME:
                     return ScanResult([], "reject", "".join(self._fed))
                 buf.take(limit)
@@ -148,7 +211,7 @@ class GlmScanner(CallScanner):
                 self._committed = True
                 self._state = "body"
             elif st == "body":
-                blanks, tag = buf.starts_after_blanks(_BODY_TAGS)
+                blanks, tag = _after_layout(buf.text, _BODY_TAGS)
                 if tag is None:
                     return ScanResult(events)
                 if tag is False:
@@ -169,7 +232,7 @@ class GlmScanner(CallScanner):
                 buf.take(len(tag))
                 self._state = "value_tag"
             elif st == "value_tag":
-                blanks, tag = buf.starts_after_blanks(_VALUE_TAG)
+                blanks, tag = _after_layout(buf.text, _VALUE_TAG)
                 if tag is None:
                     return ScanResult(events)
                 if tag is False:
