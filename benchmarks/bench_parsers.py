@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import json
 import sys
 import time
 from collections.abc import Callable
@@ -66,30 +67,87 @@ def _dsml(i: int) -> str:
     )
 
 
-FAMILIES: dict[str, tuple[dict[str, Any], Callable[[int], str], str]] = {
-    "hermes": ({"tool_parser": "hermes", "reasoning_parser": "qwen3"}, _hermes, "<think>"),
+def _kimi_k2(i: int) -> str:
+    return (
+        f"<|tool_calls_section_begin|>\n<|tool_call_begin|>functions.get_weather:{i}"
+        f'<|tool_call_argument_begin|>{{"city": "City {i} Zürich", "days": {i % 7}, '
+        f'"units": ["C", "F"], "note": {json.dumps(PROSE, ensure_ascii=False)}}}<|tool_call_end|>\n'
+        "<|tool_calls_section_end|>\n"
+    )
+
+
+def _gemma4(i: int) -> str:
+    q = '<|"|>'  # Gemma's string delimiter
+    return (
+        f"<|tool_call>call:get_weather{{city:{q}City {i} Zürich{q},days:{i % 7},"
+        f"units:[{q}C{q},{q}F{q}],note:{q}{PROSE}{q}}}<tool_call|>\n"
+    )
+
+
+def _k3(name: str, body: str, **attrs: str) -> str:
+    head = "".join(f' {k}="{v}"' for k, v in attrs.items())
+    return f"<|open|>{name}{head}<|sep|>{body}<|close|>{name}<|sep|>"
+
+
+def _kimi_k3(i: int) -> str:
+    """One whole unit (Kimi K3 is a channel grammar): think, response, a tools block."""
+    args = _k3("argument", f"City {i} Zürich", key="city", type="string") + _k3(
+        "argument", str(i % 7), key="days", type="number"
+    )
+    note = _k3("argument", PROSE, key="note", type="string")
+    call = _k3("call", args + note, tool="get_weather", index="1")
+    return (
+        _k3("think", PROSE) + _k3("response", f"{PROSE}Use `<|open|>` tags. ") + _k3("tools", call)
+    )
+
+
+def think_units(make_call: Callable[[int], str], opener: str, quoted: str) -> Callable[[int], str]:
+    """Units of `<think>` reasoning (`opener`: how the first opens; "" = output starts in
+    reasoning), prose quoting the family's call opener (`quoted`), and a call."""
+
+    def unit(i: int) -> str:
+        head = f"{opener}{PROSE}</think>" if opener or i == 0 else f"<think>{PROSE}</think>"
+        return f"{head}{PROSE}Use `{quoted}` tags. {make_call(i)}"
+
+    return unit
+
+
+def _gemma4_unit(i: int) -> str:
+    return f"<|channel>thought\n{PROSE}<channel|>{PROSE}Use `<|tool_call>` tags. {_gemma4(i)}"
+
+
+FAMILIES: dict[str, tuple[dict[str, Any], Callable[[int], str]]] = {
+    "hermes": (
+        {"tool_parser": "hermes", "reasoning_parser": "qwen3"},
+        think_units(_hermes, "<think>", "<tool_call>"),
+    ),
     "qwen3_coder": (
         {"tool_parser": "qwen3_coder", "reasoning_parser": "qwen3"},
-        _coder,
-        "<think>",
+        think_units(_coder, "<think>", "<tool_call>"),
     ),
-    "glm47": ({"tool_parser": "glm47", "reasoning_parser": "glm45"}, _glm, "<think>"),
+    "glm47": (
+        {"tool_parser": "glm47", "reasoning_parser": "glm45"},
+        think_units(_glm, "<think>", "<tool_call>"),
+    ),
     "deepseek_v4": (
         {"tool_parser": "deepseek_v4", "reasoning_parser": "deepseek_v4"},
-        _dsml,
-        "",
+        think_units(_dsml, "", "<tool_call>"),
     ),
+    "kimi_k2": (
+        {"tool_parser": "kimi_k2", "reasoning_parser": "kimi_k25"},
+        think_units(_kimi_k2, "<think>", "<|tool_calls_section_begin|>"),
+    ),
+    "gemma4": (
+        {"tool_parser": "gemma4", "reasoning_parser": "gemma4", "thinking": True},
+        _gemma4_unit,
+    ),
+    "kimi_k3": ({"tool_parser": "kimi_k3", "reasoning_parser": "kimi_k3"}, _kimi_k3),
 }
 
 
-def output(make_call: Callable[[int], str], opener: str, units: int) -> str:
+def output(unit: Callable[[int], str], units: int) -> str:
     """`units` blocks of reasoning, prose with quotes/code, and a call."""
-    parts = []
-    for i in range(units):
-        parts.append(f"{opener}{PROSE}</think>" if opener or i == 0 else f"<think>{PROSE}</think>")
-        parts.append(f"{PROSE}Use `<tool_call>` tags. ")
-        parts.append(make_call(i))
-    return "".join(parts)
+    return "".join(unit(i) for i in range(units))
 
 
 def run_once(kw: dict[str, Any], text: str, size: int) -> float:
@@ -127,9 +185,9 @@ def main() -> int:
         f"{'1-char':>7} {'us/feed':>7} {'10x batch':>9} {'10x 4-char':>10}"
     )
     ratio_ok = linear_ok = True
-    for name, (kw, make_call, opener) in FAMILIES.items():
-        text = output(make_call, opener, units)
-        long_text = output(make_call, opener, units * 10)
+    for name, (kw, unit) in FAMILIES.items():
+        text = output(unit, units)
+        long_text = output(unit, units * 10)
         run_once(kw, text, 4)  # warm-up: imports, regex compilation, caches
         t = measure(
             kw,
