@@ -11,13 +11,18 @@ The checkout itself is only read, never touched (spec rule 9).
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import os
 import shutil
 import stat
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+
+from buildtool.images.ui import Reporter
 
 # Never worth sending: VCS metadata and byte-compiled Python (their headers hold copy times).
 ALWAYS_SKIPPED = frozenset({".git", ".hg", ".svn", "__pycache__"})
@@ -148,3 +153,21 @@ def _remove_unseen(dest: Path, seen: set[Path], counts: dict[str, int]) -> None:
             if path not in seen:
                 _remove(path)
                 counts["removed"] += 1
+
+
+@contextmanager
+def locked(context_dir: Path, report: Reporter) -> Iterator[None]:
+    """One build per context copy at a time (a second one waits, and says so): a sync while
+    BuildKit reads the copy would mix two states. The lock file sits beside the copy."""
+    context_dir.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = context_dir.with_name(context_dir.name + ".lock")
+    with lock_path.open("a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            report.line(f"waiting for another build using {context_dir} ...")
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

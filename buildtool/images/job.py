@@ -104,18 +104,18 @@ def _run_buildkit(
         platforms=platforms_for(opts.platform, info.arch),
         python_version=python,
     )
-    wheelhouse.prepare(wheel_spec, report)
-
-    synced = context.sync(opts.workspace, opts.context_dir)
-    report.line(
-        f"build context {opts.context_dir}: {synced.written} written, {synced.removed} removed, "
-        f"{synced.unchanged} unchanged"
-    )
-    benv = build_env(found, env)
-    results = []
-    for target in opts.targets:
-        report.line(f"building {target} ...")
-        results.append(build_one(found, opts, target, benv, report))
+    with context.locked(opts.context_dir, report):
+        wheelhouse.prepare(wheel_spec, report)
+        synced = context.sync(opts.workspace, opts.context_dir)
+        report.line(
+            f"build context {opts.context_dir}: {synced.written} written, "
+            f"{synced.removed} removed, {synced.unchanged} unchanged"
+        )
+        benv = build_env(found, env)
+        results = []
+        for target in opts.targets:
+            report.line(f"building {target} ...")
+            results.append(build_one(found, opts, target, benv, report))
     sized = tuple(replace(r, size_bytes=engine.image_size(r.tag)) for r in results)
     return JobResult("buildkit", found.describe(), sized)
 

@@ -128,3 +128,34 @@ def test_default_context_dir_is_per_checkout(tmp_path: Path) -> None:
     a = context.default_context_dir(tmp_path / "a", tmp_path / "cache")
     b = context.default_context_dir(tmp_path / "b", tmp_path / "cache")
     assert a != b and a.parent == b.parent == tmp_path / "cache" / "sidecar-forge" / "build-context"
+
+
+def test_a_second_build_of_the_same_context_waits_and_says_so(tmp_path: Path) -> None:
+    import threading
+
+    from buildtool.images.ui import ListReporter
+
+    ctx = tmp_path / "ctx"
+    order: list[str] = []
+    first_in = threading.Event()
+    release = threading.Event()
+
+    def first() -> None:
+        with context.locked(ctx, ListReporter()):
+            order.append("first in")
+            first_in.set()
+            release.wait(10)
+            order.append("first out")
+
+    thread = threading.Thread(target=first)
+    thread.start()
+    assert first_in.wait(10)
+    second = ListReporter()
+    timer = threading.Timer(0.3, release.set)
+    timer.start()
+    with context.locked(ctx, second):
+        order.append("second in")
+    thread.join(10)
+    assert order == ["first in", "first out", "second in"]
+    assert any("waiting for another build" in line for line in second.lines)
+    assert not (tmp_path / "ctx").exists() or not any((tmp_path / "ctx").iterdir())
