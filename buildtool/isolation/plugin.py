@@ -13,7 +13,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
@@ -54,7 +54,6 @@ class _State:
     workdir: Path | None = None
     launchers: Launchers | None = None
     count: int = 0
-    started: list[float] = field(default_factory=list)
 
 
 _STATE = pytest.StashKey[_State]()
