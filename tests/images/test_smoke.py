@@ -135,3 +135,22 @@ def test_metrics_count_the_smoke_requests(running: dict[str, Running]) -> None:
     client.chat.completions.create(model=MODEL, messages=MESSAGES)
     text = httpx.get(f"{item.url}/metrics", timeout=5).text
     assert 'sidecar_requests_total{engine="vllm",status="200"}' in text
+
+
+def test_bad_configuration_exits_before_listening(
+    engine: Engine, sidecar_images: dict[str, str]
+) -> None:
+    """Settings are validated at startup inside the image too: the variable is named."""
+    container = engine.sdk.containers.run(
+        sidecar_images["sidecar-trtllm"],
+        ["--engine-url", "http://127.0.0.1:9", "--model", MODEL, "--tool-call-parser", "hermes"],
+        environment={"DYN_PARSER_VERSION": "7"},
+        detach=True,
+    )
+    try:
+        result = container.wait(timeout=60)
+        logs = container.logs(stdout=True, stderr=True).decode()
+    finally:
+        container.remove(force=True)
+    assert result["StatusCode"] != 0
+    assert "DYN_PARSER_VERSION" in logs and "Uvicorn running" not in logs
