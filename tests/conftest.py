@@ -18,6 +18,10 @@ MODE_INDEPENDENT_DIRS: dict[str, str] = {
     "buildtool": "the build cache never reads DYN_PARSER_VERSION; slow, runs once in nox -s test",
     "images": "image builds, and containers started with their own environment (never the "
     "suite's DYN_PARSER_VERSION); slow, runs once in nox -s test",
+    "parsers": "parsers.parse/StreamParser take the generation as an argument and never read "
+    "the environment; each test names the generation it checks; runs once in nox -s test",
+    "selection": "load_settings reads the environ mapping each test passes in, never the "
+    "process environment; runs once in nox -s test",
     "isolation": "tests of the isolation plugin itself set every parser mode they need "
     "explicitly; runs once in nox -s test",
 }
