@@ -180,7 +180,9 @@ class CallScanner:
                 i += 1
                 continue
             if mode == "prefix":
-                if c in _WS and not self._name:
+                # Blanks, and a stray colon (`<|tool_call>:call:f{…}`, seen from Gemma 4 and
+                # accepted by vLLM), may precede `call:`.
+                if (c in _WS or c == ":") and not self._name:
                     i += 1
                     continue
                 expected = CALL_PREFIX[len(self._name)]
@@ -248,8 +250,13 @@ class CallScanner:
         return i
 
     def closers(self) -> str:
-        """Text that closes the arguments emitted so far into valid JSON (force-close)."""
+        """Text that closes the arguments emitted so far into valid JSON (force-close). A
+        complete trailing number or literal (`x:1` cut by the end of output) is kept."""
         out = '"' if self.mode == "string" and not self._string_is_key else ""
+        if self.mode == "bare":
+            token = self._bare.strip()
+            if _JSON_NUMBER.fullmatch(token) or token.lower() in ("true", "false", *_NULLS):
+                out = self._pending + bare_value_json(token)
         return out + "".join("}" if f.kind == "obj" else "]" for f in reversed(self._stack))
 
     def _out(self, text: str) -> None:

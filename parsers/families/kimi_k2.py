@@ -61,6 +61,7 @@ _SECTION_STOPS = (CALL_BEGIN, *SECTION_ENDS, *SECTION_BEGINS)
 _LONGEST = max(len(m) for m in (*_HEADER_STOPS, *_SECTION_STOPS))
 _ID_RE = re.compile(r"(?P<name>\S+?):(?P<index>\d+)")
 _COUNTER_RE = re.compile(r"[0-9]+")
+_WORD = re.compile(r"\w")
 _FUNCTIONS_PREFIX = "functions."
 _WS = " \t\r\n"
 
@@ -74,7 +75,7 @@ def parse_call_id(header: str) -> tuple[str, str] | None:
     name = match.group("name")
     if name.startswith(_FUNCTIONS_PREFIX):
         name = name[len(_FUNCTIONS_PREFIX) :]
-    if not name:
+    if _WORD.search(name) is None:  # empty or punctuation only (`:::0`): not a name
         return None
     return call_id, name
 
