@@ -152,8 +152,19 @@ class JsonValueReader:
     # -- main loop --
 
     def feed(self, text: str, pos: int = 0) -> tuple[str, int]:
-        out: list[str] = []
         n = len(text)
+        if self._in_string and not self._esc and self._uni is None and self._hi is None:
+            # streaming: the whole chunk is string text (what the loop below does with it)
+            m = _STRING_RUN.match(text, pos)
+            if m is not None and m.end() == n and not self.done and self.error is None:
+                run = m.group()
+                if self._in_key:
+                    self._keybuf.append(run)
+                    return "", n
+                if self.keep_strings and not self._stack:
+                    self._strbuf.append(run)
+                return escape_text(run), n
+        out: list[str] = []
         i = pos
         while i < n and not self.done and self.error is None:
             if self._in_string:

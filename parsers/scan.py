@@ -68,11 +68,15 @@ class MarkerSet:
         Returns len(text) when nothing needs to be held back.
         """
         n = len(text)
-        if self._first_re is None:
+        rx = self._first_re
+        if rx is None:
             return n
-        for m in self._first_re.finditer(text, max(start, n - self.maxlen + 1)):
-            if text[m.start() :] in self._prefixes:
-                return m.start()
+        m = rx.search(text, max(start, n - self.maxlen + 1))
+        while m is not None:
+            p = m.start()
+            if text[p:] in self._prefixes:
+                return p
+            m = rx.search(text, p + 1)
         return n
 
 

@@ -41,6 +41,15 @@ def _trail(text: str, trim: Trim) -> str:
     return text
 
 
+# the characters `_trail` may remove at the end of a value, per trim
+_TRIMMED: dict[Trim, str] = {
+    "none": "",
+    "one_newline": "\n",
+    "newlines": "\r\n",
+    "blanks": _BLANKS,
+}
+
+
 def _trail_hold(text: str, trim: Trim) -> int:
     """Index from which trailing characters may still be trimmed."""
     n = len(text)
@@ -115,6 +124,14 @@ class StringValue:
         return self._prefix + '"'
 
     def feed(self, raw: str) -> str:
+        if (
+            self._started
+            and not self._pending
+            and raw
+            and raw[-1] not in _TRIMMED[self._trim]
+            and not (self._entities and "&" in raw)
+        ):
+            return escape_text(raw)  # streaming: nothing to trim, hold back or decode
         text = self._pending + raw
         self._pending = ""
         if not text:
