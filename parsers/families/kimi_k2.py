@@ -9,11 +9,11 @@ bare `<|tool_call_begin|>` without a section is still a call. The call id is the
 `functions.NAME:IDX`, kept verbatim; the name is the id without the `functions.` prefix and the
 `:IDX` suffix (names may hold dots, dashes, underscores, even colons).
 
-Arguments: the JSON text between the argument marker and `<|tool_call_end|>`, re-serialized
-canonically as it streams (`parsers.jsonstream`). The end marker counts only outside JSON
-strings, so a `<|tool_call_end|>` look-alike inside a string value does not end the call, unless
-it is followed by nothing but another call, a section marker or the end of output (then the
-string was cut off). Arguments that are not valid JSON are kept as written (the call still
+Arguments: the JSON text between the argument marker and `<|tool_call_end|>`, streamed with the
+model's spacing kept (`parsers.jsonstream`, `keep_space`). The end marker counts only outside
+JSON strings, so a `<|tool_call_end|>` look-alike inside a string value does not end the call,
+unless it is followed by nothing but another call, a section marker or the end of output (then
+the string was cut off). Arguments that are not valid JSON are kept as written (the call still
 stands). Outside strings a new call or a section marker also ends a call whose end marker is
 missing: a malformed call never swallows the next one. A call whose id is malformed is content,
 verbatim. A bare counter id (`0`) takes its name from the declared tools when exactly one fits.
