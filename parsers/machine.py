@@ -128,17 +128,16 @@ class MarkerMachine(FamilyMachine):
         streaming cases cut short: in plain prose, a chunk without any character that can
         start a marker or change quote state is emitted as it is, only trailing blanks held
         back (they may precede a call start) — what `_scan_text` does with it, without the
-        event and emitter round trip (one Text is one Delta); in a call region the chunk goes
-        straight to the scanner. Per few-character feed, that round trip is most of the cost.
+        event and emitter round trip (one Text is one Delta); a marker prefix still arriving
+        stays held back; in a call region the chunk goes straight to the scanner. Per
+        few-character feed, that round trip is most of the cost.
         """
         if not text:
             return []
         rx = self._plain_re
         if rx is not None:
-            if rx.search(text) is None:
-                buf = self._buf
-                if buf and buf.strip(_BLANKS):
-                    return push(self.feed(text))
+            buf = self._buf
+            if rx.search(text) is None and not (buf and buf.strip(_BLANKS)):
                 if buf:
                     text = buf + text
                 if self._starts and text[-1] in _BLANKS:
@@ -154,6 +153,17 @@ class MarkerMachine(FamilyMachine):
                 if self._mode == "content":
                     return [content_delta(body)]
                 return [reasoning_delta(body)]
+            if buf:
+                # a held-back marker prefix (after blanks that go with a call start) that is
+                # still only a prefix: `_scan_text` would hold all of it back again
+                data = buf + text
+                markers = self._markers[self._mode]
+                if (
+                    markers.is_partial(data.lstrip(_WS) if self._starts else data)
+                    and markers.search(data) is None
+                ):
+                    self._buf = data
+                    return []
         elif self._mode == "call" and not self._buf:
             sc = self._scanner
             assert sc is not None
