@@ -11,6 +11,7 @@ JSON object inside `<tool_call>` (the model mixing formats) is read as a Hermes 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from parsers.families.base import (
@@ -37,7 +38,11 @@ PARAMETER_END = "</parameter>"
 
 _OPEN_TAGS = MarkerSet((FUNCTION,))
 _BODY_TAGS = MarkerSet((PARAMETER, FUNCTION_END, TOOL_CALL_END))
-_VALUE_END = MarkerSet((PARAMETER_END, PARAMETER, FUNCTION_END, TOOL_CALL_END))
+_VALUE_MARKS = MarkerSet((PARAMETER, PARAMETER_END, FUNCTION_END, TOOL_CALL_END))
+_CLOSE_FOLLOW = MarkerSet((PARAMETER, FUNCTION_END, TOOL_CALL_END))
+_FEND_FOLLOW = MarkerSet((TOOL_CALL_END,))
+_STOP_FOLLOW = MarkerSet((TOOL_CALL,))
+_BLANKS = " \t\r\n"
 _AFTER_TAGS = MarkerSet((TOOL_CALL_END, FUNCTION))
 _BARE_AFTER_TAGS = MarkerSet((TOOL_CALL_END,))
 _MAX_NAME = 256
@@ -81,6 +86,200 @@ def _double_decoded(value: Any, t: str) -> Any:
     return value
 
 
+def _param_names(ctx: CallContext, tool: str) -> frozenset[str] | None:
+    """The declared parameter names of `tool`, None when it has no declared properties."""
+    params = ctx.schemas.get(tool)
+    props = params.get("properties") if isinstance(params, Mapping) else None
+    return frozenset(props) if isinstance(props, Mapping) and props else None
+
+
+def _follow(text: str, at: int, final: bool, tags: MarkerSet) -> str | bool | None:
+    """The tag among `tags` after the blanks at `at`: the tag, True (end of output), False
+    (other text), None (cannot tell yet)."""
+    j = at
+    while j < len(text) and text[j] in _BLANKS:
+        j += 1
+    if j == len(text):
+        return True if final else None
+    tag = tags.match_at(text, j)
+    if tag is not None:
+        return tag
+    return None if not final and tags.is_partial(text[j:]) else False
+
+
+_PROBE_LEVELS = 3
+
+
+def _close_ends(
+    text: str, at: int, names: frozenset[str] | None, final: bool, level: int
+) -> bool | None:
+    """Whether the `</parameter>` ending at `at` is structural (None: cannot tell yet).
+
+    Followed by `<parameter=NAME>`: structural for a declared NAME (any NAME without a
+    schema); for an undeclared NAME only when that parameter's own first `</parameter>` is
+    structural too - so an extra parameter the schema does not name still parses, while a
+    value holding `</parameter>\n<parameter=x>` lines of literal text stays whole.
+    """
+    tag = _follow(text, at, final, _CLOSE_FOLLOW)
+    if tag != PARAMETER:
+        return None if tag is None else tag is not False
+    start = text.index(PARAMETER, at) + len(PARAMETER)
+    end = text.find(">", start)
+    if end < 0:
+        return None if not final and len(text) - start <= _MAX_NAME else False
+    if names is None or text[start:end].strip() in names:
+        return True
+    if level >= _PROBE_LEVELS:
+        return False
+    return _first_close_ends(text, end + 1, names, final, level + 1)
+
+
+def _first_close_ends(
+    text: str, start: int, names: frozenset[str] | None, final: bool, level: int
+) -> bool | None:
+    """Whether the first depth-0 `</parameter>` of the value starting at `start` is
+    structural (False when the call's end comes first)."""
+    depth = 0
+    pos = start
+    while True:
+        m = _VALUE_MARKS.search(text, pos)
+        if m is None:
+            return False if final else None
+        i, tag = m.start(), m.group()
+        after = i + len(tag)
+        if tag == PARAMETER:
+            if i == start or text[i - 1] == "\n":
+                depth += 1
+        elif tag == PARAMETER_END and depth:
+            depth -= 1
+        elif tag == PARAMETER_END:
+            return _close_ends(text, after, names, final, level)
+        elif tag == TOOL_CALL_END:
+            stop = _follow(text, after, final, _STOP_FOLLOW)
+            if stop is None:
+                return None
+            if stop is not False:
+                return False
+        pos = after
+
+
+class _ValueEnd:
+    """Where a parameter value really ends (the structural rules of vLLM's Qwen3-Coder parser),
+    so values that hold tag-like text (a file with `</parameter>` or a whole literal
+    `<tool_call>` in it) stay whole:
+
+    * a `<parameter=` at a line start inside the value opens a nested literal (depth + 1); a
+      `</parameter>` closes one;
+    * a `</parameter>` at depth 0 ends the value when a structural tag follows it (after blanks):
+      `<parameter=NAME>` with NAME declared (any NAME without a schema), `</function>`,
+      `</tool_call>`, or the end of output; otherwise it is text;
+    * `</tool_call>` followed by `<tool_call>` or the end of output bounds the search; with no
+      end found by then (a missing `</parameter>`) the value ends at the first line-start
+      `<parameter=NAME>` with a declared, not yet given NAME, else at a `</function>` followed by
+      `</tool_call>`, else at the bound.
+
+    Text is released to the value as soon as no candidate before it is unresolved, so ordinary
+    values stream as before; only text after a tag-like candidate waits for its resolution.
+    """
+
+    __slots__ = ("depth", "hold", "key", "names", "pos", "prev", "seen", "text")
+
+    def __init__(self, key: str, names: frozenset[str] | None, seen: set[str]) -> None:
+        self.key = key
+        self.names = names
+        self.seen = seen
+        self.text = ""  # value text not yet released
+        self.pos = 0  # scan position in `text`
+        self.depth = 0
+        self.hold: int | None = None  # first unresolved candidate (nothing from it is released)
+        self.prev = "\n"  # the character before `text` (the value start counts as a line start)
+
+    def _release(self, upto: int) -> int:
+        return upto if self.hold is None else min(upto, self.hold)
+
+    def drop(self, n: int) -> str:
+        """Take the first `n` characters (released to the value)."""
+        out, self.text = self.text[:n], self.text[n:]
+        if out:
+            self.prev = out[-1]
+            self.pos -= n
+            if self.hold is not None:
+                self.hold -= n
+        return out
+
+    def _after_close(self, text: str, at: int, final: bool) -> bool | None:
+        return _close_ends(text, at, self.names, final, 0)
+
+    def scan(self, final: bool) -> tuple[int, int | None, int]:
+        """(release, end, resume): release `text[:release]` now; when `end` is set the value is
+        `text[:end]` and parsing resumes at `text[resume:]`."""
+        t = self.text
+        while True:
+            m = _VALUE_MARKS.search(t, self.pos)
+            if m is None:
+                if final:
+                    return self._fallback(len(t))
+                return self._release(_VALUE_MARKS.holdback(t, self.pos)), None, 0
+            i, tag = m.start(), m.group()
+            after = i + len(tag)
+            if tag == PARAMETER:
+                if (t[i - 1] if i else self.prev) == "\n":
+                    self.depth += 1
+                    if self.hold is None:
+                        self.hold = i
+                self.pos = after
+            elif tag == PARAMETER_END and self.depth:
+                self.depth -= 1
+                self.pos = after
+            elif tag == PARAMETER_END:
+                ends = self._after_close(t, after, final)
+                if ends is None:
+                    return self._release(i), None, 0
+                if ends:
+                    return self._release(i), i, after
+                self.pos = after
+            elif tag == FUNCTION_END:
+                fend = _follow(t, after, final, _FEND_FOLLOW)
+                if fend is None:
+                    return self._release(i), None, 0
+                if fend is not False and self.hold is None:
+                    self.hold = i  # may end a value that lost its `</parameter>`
+                self.pos = after
+            else:  # `</tool_call>`
+                stop = _follow(t, after, final, _STOP_FOLLOW)
+                if stop is None:
+                    return self._release(i), None, 0
+                if stop is not False:
+                    return self._fallback(i)
+                self.pos = after
+
+    def _fallback(self, bound: int) -> tuple[int, int | None, int]:
+        """No `</parameter>` ends the value before `bound`: cut at the first line-start
+        `<parameter=NAME>` for a declared, not yet given NAME, else at a `</function>` that
+        closes the call, else at `bound`."""
+        t = self.text
+        i = t.find(PARAMETER)
+        while 0 <= i < bound:
+            if (t[i - 1] if i else self.prev) == "\n":
+                end = t.find(">", i)
+                name = t[i + len(PARAMETER) : end].strip() if 0 <= end < bound else None
+                if (
+                    name
+                    and name != self.key
+                    and name not in self.seen
+                    and (self.names is None or name in self.names)
+                ):
+                    return i, i, i
+            i = t.find(PARAMETER, i + 1)
+        i = t.find(FUNCTION_END)
+        while 0 <= i < bound:
+            rest = t[i + len(FUNCTION_END) : bound].lstrip(_BLANKS)
+            if not rest or rest.startswith(TOOL_CALL_END):
+                return i, i, i
+            i = t.find(FUNCTION_END, i + 1)
+        return bound, bound, bound
+
+
 class Qwen3CoderScanner(CallScanner):
     def __init__(self, start: str, ctx: CallContext) -> None:
         self._ctx = ctx
@@ -94,6 +293,8 @@ class Qwen3CoderScanner(CallScanner):
         self._sink: ValueSink | None = None
         self._committed = False
         self._hermes: HermesScanner | None = None
+        self._value: _ValueEnd | None = None
+        self._seen: set[str] = set()  # parameter names given so far in this call
 
     def _raw(self) -> str:
         return self._start + "".join(self._fed)
@@ -217,20 +418,25 @@ class Qwen3CoderScanner(CallScanner):
                     )
                 else:
                     self._sink = RawValue(prefix, conv, trim="one_newline", entities=True)
+                self._value = _ValueEnd(key, _param_names(self._ctx, self._name), set(self._seen))
+                self._seen.add(key)
                 self._state = "value"
             elif st == "value":
-                sink = self._sink
-                assert sink is not None
-                before, tag = buf.until(_VALUE_END, final)
-                out = sink.feed(before)
+                sink, value = self._sink, self._value
+                assert sink is not None and value is not None
+                value.text += buf.rest()
+                release, vend, resume = value.scan(final)
+                out = sink.feed(value.drop(release))
                 if out:
                     events.append(CallArgs(out))
-                if tag is None:
+                if vend is None:
                     return ScanResult(events)
+                out = sink.feed(value.drop(vend - release))
+                if out:
+                    events.append(CallArgs(out))
                 events.append(CallArgs(sink.end()))
-                self._sink = None
-                if tag == PARAMETER_END:
-                    buf.take(len(tag))
+                buf.add(value.text[resume - vend :])
+                self._sink = self._value = None
                 self._state = "body"
             else:  # after </function> inside <tool_call>: </tool_call> or another function
                 blanks, tag = buf.starts_after_blanks(_AFTER_TAGS)

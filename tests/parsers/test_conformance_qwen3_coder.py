@@ -669,3 +669,85 @@ def test_dynamo_case_5_missing_outer_close_recovers(gen: int) -> None:
     msg = run(text, gen, **C)
     assert calls(msg) == [("get_weather", {"location": "NYC"})]
     assert msg.content is None
+
+
+# --- VLLM: tag-like text inside string values (test_qwen3_xml_coder_shared.py) ------------
+
+XML_TAGS_IN_CONTENT = (
+    "char_deltas = [\n"
+    '    "<tool_call>\\n",\n'
+    '    "<parameter=query>\\n",\n'
+    '    "\\n</parameter>\\n",\n'
+    '    "</function>\\n",\n'
+    "]\n"
+)
+PARAM_LIKE_LINES = (
+    'TOOL_CALL_TEMPLATE = """\n</parameter>\n<parameter=new_string>\n#!/usr/bin/env python3\n'
+    '</parameter>\n"""\n'
+)
+REAL_PARAM_NAME_LITERAL = 'doc = """\n<parameter=path>\nliteral/value\n</parameter>\n"""\n'
+FULL_NESTED_CALL = (
+    'doc = """\n<tool_call>\n<function=write_file>\n<parameter=path>\nliteral/value.txt\n'
+    "</parameter>\n<parameter=content>\nhello\n</parameter>\n</function>\n</tool_call>\n"
+    '"""\n'
+)
+
+
+def write_file(path: str, content: str) -> str:
+    return (
+        "<tool_call>\n<function=write_file>\n"
+        f"<parameter=path>\n{path}\n</parameter>\n"
+        f"<parameter=content>\n{content}</parameter>\n"
+        "</function>\n</tool_call>\n"
+    )
+
+
+# V1 jails up to the first `</tool_call>` (spec 3), so a literal `</tool_call>` inside a value
+# cuts its region there: the nested-call cases are V2 only (docs "Conformance notes").
+@pytest.mark.parametrize(
+    ("content", "gens"),
+    [
+        (XML_TAGS_IN_CONTENT, (1, 2)),
+        (PARAM_LIKE_LINES, (1, 2)),
+        (REAL_PARAM_NAME_LITERAL, (1, 2)),
+        (FULL_NESTED_CALL, (2,)),
+    ],
+    ids=["xml_tags", "param_like_lines", "real_param_name_literal", "full_nested_call"],
+)
+def test_vllm_tag_like_text_stays_in_the_value(content: str, gens: tuple[int, ...]) -> None:
+    text = write_file("fixture.py", content)
+    for gen in gens:
+        msg = run(text, gen, tools=[WRITE_FILE], **C)
+        assert [c.name for c in msg.tool_calls] == ["write_file"]
+        args = json.loads(msg.tool_calls[0].arguments)
+        assert list(args) == ["path", "content"]
+        assert args == {"path": "fixture.py", "content": content.rstrip("\n")}
+        assert msg.content is None
+        # the lines of the value arriving one delta each (vLLM's streaming variants)
+        s = feed(text.splitlines(keepends=True), gen, tools=[WRITE_FILE], **C)
+        assert s.call_args(0) == args
+
+
+def test_vllm_two_calls_second_holds_an_out_of_schema_nested_call_v2() -> None:
+    nested = (
+        'template = """\n<tool_call>\n<function=foo>\n<parameter=bar>baz</parameter>\n'
+        '</function>\n</tool_call>\n"""\n'
+    )
+    first = "<tool_call>\n<function=foo>\n<parameter=bar>baz</parameter>\n</function>\n</tool_call>"
+    text = first + "\n\n" + write_file("fixture.py", nested).rstrip("\n")
+    msg = run(text, 2, tools=[WRITE_FILE], **C)
+    assert calls(msg) == [
+        ("foo", {"bar": "baz"}),
+        ("write_file", {"path": "fixture.py", "content": nested.rstrip("\n")}),
+    ]
+    s = feed(text.splitlines(keepends=True), 2, tools=[WRITE_FILE], **C)
+    assert s.call_args(1)["content"] == nested.rstrip("\n")
+
+
+def test_tag_like_value_still_streams_before_the_candidate_v2() -> None:
+    # text before the first tag-like candidate goes out at once (spec 1.4); only the text
+    # after it waits until the candidate is resolved
+    head = write_file("fixture.py", PARAM_LIKE_LINES).split("</parameter>\n<parameter=new")[0]
+    s = feed([head + "</parameter>\n<parameter=new_string>\n#!/usr"], 2, tools=[WRITE_FILE], **C)
+    sent = "".join(tc.arguments or "" for d in s.deltas[0] for tc in d.tool_calls)
+    assert sent.endswith('"content":"TOOL_CALL_TEMPLATE = \\"\\"\\"')
