@@ -11,6 +11,7 @@ JSON object inside `<tool_call>` (the model mixing formats) is read as a Hermes 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -38,7 +39,10 @@ PARAMETER_END = "</parameter>"
 
 _OPEN_TAGS = MarkerSet((FUNCTION,))
 _BODY_TAGS = MarkerSet((PARAMETER, FUNCTION_END, TOOL_CALL_END))
-_VALUE_MARKS = MarkerSet((PARAMETER, PARAMETER_END, FUNCTION_END, TOOL_CALL_END))
+_DRIFTED_END = "</parameter"  # a close the grammar let drift: `</parameter1>`, `</parameter`
+_VALUE_MARKS = MarkerSet((PARAMETER, PARAMETER_END, _DRIFTED_END, FUNCTION_END, TOOL_CALL_END))
+# a drifted close right before an implicit value end is markup (as SGLang strips it)
+_DRIFTED_TAIL = re.compile(r"</parameter[^<>\n]*>?[ \t\r\n]*\Z")
 _CLOSE_FOLLOW = MarkerSet((PARAMETER, FUNCTION_END, TOOL_CALL_END))
 _FEND_FOLLOW = MarkerSet((TOOL_CALL_END,))
 _STOP_FOLLOW = MarkerSet((TOOL_CALL,))
@@ -228,6 +232,12 @@ class _ValueEnd:
                     if self.hold is None:
                         self.hold = i
                 self.pos = after
+            elif tag == _DRIFTED_END:
+                if after == len(t) and not final:
+                    return self._release(i), None, 0  # may still be `</parameter>`
+                if not self.depth and self.hold is None:
+                    self.hold = i  # stripped if the value ends right after it
+                self.pos = after
             elif tag == PARAMETER_END and self.depth:
                 self.depth -= 1
                 self.pos = after
@@ -269,15 +279,21 @@ class _ValueEnd:
                     and name not in self.seen
                     and (self.names is None or name in self.names)
                 ):
-                    return i, i, i
+                    return self._cut(i)
             i = t.find(PARAMETER, i + 1)
         i = t.find(FUNCTION_END)
         while 0 <= i < bound:
             rest = t[i + len(FUNCTION_END) : bound].lstrip(_BLANKS)
             if not rest or rest.startswith(TOOL_CALL_END):
-                return i, i, i
+                return self._cut(i)
             i = t.find(FUNCTION_END, i + 1)
         return bound, bound, bound
+
+    def _cut(self, at: int) -> tuple[int, int, int]:
+        """The value ends before `at` (minus a drifted close right before it)."""
+        m = _DRIFTED_TAIL.search(self.text, 0, at)
+        end = m.start() if m else at
+        return end, end, at
 
 
 class Qwen3CoderScanner(CallScanner):

@@ -751,3 +751,44 @@ def test_tag_like_value_still_streams_before_the_candidate_v2() -> None:
     s = feed([head + "</parameter>\n<parameter=new_string>\n#!/usr"], 2, tools=[WRITE_FILE], **C)
     sent = "".join(tc.arguments or "" for d in s.deltas[0] for tc in d.tool_calls)
     assert sent.endswith('"content":"TOOL_CALL_TEMPLATE = \\"\\"\\"')
+
+
+# --- SGLANG: drifted close markers (test_qwen3_coder_malformed_parameter_end.py) ----------
+
+DAYS = tool("get_weather", city="string", days="integer")
+
+
+def days_call(city_block: str) -> str:
+    return (
+        "<tool_call>\n<function=get_weather>\n"
+        f"<parameter=city>\n{city_block}\n"
+        "<parameter=days>\n3\n</parameter>\n</function>\n</tool_call>"
+    )
+
+
+@GENS
+@pytest.mark.parametrize(
+    "block",
+    [
+        "Shanghai\n</parameter1>",
+        "Shanghai\n</parameter_function>",
+        "Shanghai\n</parameter",
+        "Shanghai\n</parameter>",
+    ],
+)
+@pytest.mark.parametrize("size", [3, 1000])
+def test_sglang_drifted_end_marker_does_not_leak(gen: int, block: str, size: int) -> None:
+    text = days_call(block)
+    assert calls(run(text, gen, tools=[DAYS], **C)) == [
+        ("get_weather", {"city": "Shanghai", "days": 3})
+    ]
+    assert feed(sized(text, size), gen, tools=[DAYS], **C).call_args(0) == {
+        "city": "Shanghai",
+        "days": 3,
+    }
+
+
+@GENS
+def test_sglang_angle_brackets_inside_value_are_kept(gen: int) -> None:
+    msg = run(days_call("a <b>tag</b> city\n</parameter>"), gen, tools=[DAYS], **C)
+    assert calls(msg)[0][1]["city"] == "a <b>tag</b> city"
