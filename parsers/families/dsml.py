@@ -14,7 +14,8 @@ Model slips tolerated as vLLM's DeepSeek V4 parser does: a value is also ended b
 `<｜DSML｜parameter ` tag, the invoke's close or the block's close (its `</｜DSML｜parameter>`
 is missing); an invoke is also ended by the block's close; a lone `arguments` / `input`
 parameter that the declared tool does not name, whose value is an object of declared
-parameters, is unwrapped to that object.
+parameters, is unwrapped to that object. As SGLang's DSML detector does, an invoke whose body is
+a JSON object instead of parameter tags takes that object as its arguments.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from parsers.families.base import (
     ToolGrammar,
 )
 from parsers.families.xmlargs import ArgsJson, RawValue, StringValue, TagBuffer, ValueSink
-from parsers.jsonstream import dumps
+from parsers.jsonstream import JsonValueReader, dumps
 from parsers.scan import MarkerSet
 
 BAR = "\uff5c"
@@ -113,7 +114,8 @@ class DsmlScanner(CallScanner):
         self._buf = TagBuffer()
         self._fed: list[str] = []
         self._call_raw: list[str] = []
-        self._state = "block"  # block (between invokes), invoke (between params), value
+        self._state = "block"  # block (between invokes), invoke (between params), value, json
+        self._json: JsonValueReader | None = None  # an invoke whose body is a JSON object
         self._name = ""
         self._args = ArgsJson()
         self._sink: ValueSink | _Unwrap | None = None
@@ -143,6 +145,13 @@ class DsmlScanner(CallScanner):
         return ScanResult(events, "done", self._buf.rest())
 
     def _force_close(self, events: list[Event]) -> None:
+        if self._json is not None:
+            # The reader wrote the object's `}` when done; else close what it wrote.
+            events.append(CallArgs(self._json.closers()))
+            events.append(CallEnd(False, "".join(self._call_raw)))
+            self._json = None
+            self._in_call = False
+            return
         if self._sink is not None:
             self._call_raw.append(self._buf.text)
             self._sink.feed(self._buf.rest())
@@ -151,6 +160,29 @@ class DsmlScanner(CallScanner):
         events.append(CallArgs(ArgsJson.close()))
         events.append(CallEnd(False, "".join(self._call_raw)))
         self._in_call = False
+
+    def _end_invoke(self, events: list[Event]) -> None:
+        if self._json is None:  # a JSON body wrote its own `}`
+            events.append(CallArgs(ArgsJson.close()))
+        self._json = None
+        events.append(CallEnd())
+        self._in_call = False
+
+    def _json_body(self) -> bool:
+        """At the start of an invoke's body: a JSON object instead of parameter tags? Then read
+        it (its `{` is the one already written with the call's begin)."""
+        if self._args.count or self._json is not None:
+            return False
+        text = self._buf.text
+        body = text.lstrip(_BLANKS)
+        if not body.startswith("{"):
+            return False
+        self._take(len(text) - len(body) + 1)
+        reader = JsonValueReader()
+        reader.feed("{")
+        self._json = reader
+        self._state = "json"
+        return True
 
     def _next_tag(self) -> tuple[int, re.Match[str] | None] | None:
         """After blanks: (blanks, tag match), (blanks, None) for text that is no DSML tag,
@@ -173,6 +205,19 @@ class DsmlScanner(CallScanner):
         events: list[Event] = []
         while True:
             st = self._state
+            if st == "json":
+                reader = self._json
+                assert reader is not None
+                out, pos = reader.feed(self._buf.text)
+                self._take(pos)
+                if out:
+                    events.append(CallArgs(out))
+                if reader.error is not None:  # the text from the error on is content
+                    return self._malformed(events)
+                if not reader.done:
+                    return ScanResult(events)
+                self._state = "invoke"
+                continue
             if st == "value":
                 sink = self._sink
                 assert sink is not None
@@ -189,6 +234,8 @@ class DsmlScanner(CallScanner):
                 events.append(CallArgs(sink.end()))
                 self._sink = None
                 self._state = "invoke"
+                continue
+            if st == "invoke" and self._json_body():
                 continue
             got = self._next_tag()
             if got is None:
@@ -217,21 +264,20 @@ class DsmlScanner(CallScanner):
                 else:
                     return self._malformed(events)
             else:  # invoke: parameters or the invoke's close
+                if self._json is not None and not (closing and name in ("invoke", self._block)):
+                    return self._malformed(events)  # only the close may follow a JSON body
                 if not closing and name == "parameter" and "name" in attrs:
                     self._take(blanks + m.end())
                     self._sink = self._value_sink(attrs["name"], attrs.get("string"))
                     self._state = "value"
                 elif closing and name == "invoke":
                     self._take(blanks + m.end())
-                    events.append(CallArgs(ArgsJson.close()))
-                    events.append(CallEnd())
-                    self._in_call = False
+                    self._end_invoke(events)
                     self._state = "block"
                 elif closing and name == self._block:
                     # `</｜DSML｜invoke>` missing: the block's close ends the invoke too.
                     self._take(blanks)
-                    events.append(CallArgs(ArgsJson.close()))
-                    events.append(CallEnd())
+                    self._end_invoke(events)
                     self._in_call = False
                     self._buf.take(m.end())
                     return ScanResult(events, "done", self._buf.rest())

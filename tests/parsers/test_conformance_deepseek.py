@@ -855,3 +855,102 @@ def test_dynamo_fixture_missing_end_token_recovers(gen: int) -> None:
     # when the outer close is missing (spec §2 DeepSeek V4).
     text = TS + f'{INV}get_weather">' + param("location", "Paris") + IE
     assert calls(run(text, gen, **T)) == [("get_weather", {"location": "Paris"})]
+
+
+# --- [sglang] test_function_call_parser.py TestDeepSeekV32Detector (wrapper renamed) ---------
+
+SPOT = tool("get_favorite_tourist_spot", city="string")
+SEARCH = tool("search", query="string", topn="integer", source="string")
+INTRO = "I'll help you with information about San Francisco and get its favorite tourist spot."
+
+
+@GENS
+def test_sglang_v32_indented_xml_format(gen: int) -> None:
+    text = f"""{INTRO}\n\n
+        {TS}\n
+            {INV}get_favorite_tourist_spot">\n
+                {param("city", "San Francisco")}\n
+            {IE}\n
+            {INV}search">
+                {param("query", "WebNav benchmark")}
+                {param("topn", "10", "false")}
+                {param("source", "web")}
+            {IE}
+        {TE}
+        """
+    msg = run(text, gen, tools=[SPOT, SEARCH], **T)
+    assert msg.content == INTRO  # BLANKS: the blanks around the block are layout
+    assert calls(msg) == [
+        ("get_favorite_tourist_spot", {"city": "San Francisco"}),
+        ("search", {"query": "WebNav benchmark", "topn": 10, "source": "web"}),
+    ]
+
+
+@GENS
+def test_sglang_v32_json_body_inside_invoke(gen: int) -> None:
+    text = f"""{INTRO}
+
+        {TS}
+            {INV}get_favorite_tourist_spot">
+            {{
+                "city": "San Francisco"
+            }}
+        {IE}
+            {INV}search">
+            {{
+                "query": "WebNav benchmark",
+                "topn": 10,
+                "source": "web"
+            }}
+        {IE}
+        {TE}
+        """
+    msg = run(text, gen, tools=[SPOT, SEARCH], **T)
+    assert msg.content == INTRO
+    assert calls(msg) == [
+        ("get_favorite_tourist_spot", {"city": "San Francisco"}),
+        ("search", {"query": "WebNav benchmark", "topn": 10, "source": "web"}),
+    ]
+
+
+@GENS
+def test_sglang_v32_streaming_xml_format(gen: int) -> None:
+    text = f"""{TS}
+            {INV}get_favorite_tourist_spot">
+                {param("city", "San Francisco")}
+                {param("another_city", "London")}
+                {param("topn", "10", "false")}
+                {param("obj", '{"name": "John", "age": 30}', "false")}
+            {IE}
+        {TE}"""
+    msg = run(text, gen, tools=[SPOT, SEARCH], **T)
+    assert calls(msg) == [
+        (
+            "get_favorite_tourist_spot",
+            {
+                "city": "San Francisco",
+                "another_city": "London",
+                "topn": 10,
+                "obj": {"name": "John", "age": 30},
+            },
+        )
+    ]
+
+
+@GENS
+@pytest.mark.parametrize("body", ["\n", "\n\n"])
+def test_sglang_v32_no_parameters(gen: int, body: str) -> None:
+    text = f'Let me get the current date for you.\n\n{TS}\n{INV}get_date">{body}{IE}\n{TE}'
+    msg = run(text, gen, tools=[tool("get_date")], **T)
+    assert msg.content == "Let me get the current date for you."
+    assert [(c.name, c.arguments) for c in msg.tool_calls] == [("get_date", "{}")]
+
+
+@GENS
+def test_json_body_breaking_is_handled_like_other_cut_calls(gen: int) -> None:
+    text = f'{TS}{INV}f">{{"a": 1, oops'
+    msg = run(text, gen, **T)
+    if gen == 1:  # the jail never closed: its text is content, verbatim
+        assert (msg.content, msg.tool_calls) == (text, [])
+    else:  # V2 streamed the call: closed with what arrived, the rest is content
+        assert (msg.content, calls(msg)) == ("oops", [("f", {"a": 1})])
