@@ -3,7 +3,8 @@
 
 An inner pytest session runs tests/routing/test_default_route.py as is; the mutation is a
 conftest.py that empties `parsers.routing.V2_DEFAULT_TOOL_PARSERS` at import, i.e. inside the
-isolated child, where the routing test runs.
+isolated child, where the routing test runs. The inner session runs in a subprocess: in-process
+(`inline_run`) its conftest would mutate this worker's `parsers.routing` for every later test.
 """
 
 from __future__ import annotations
@@ -31,20 +32,19 @@ parsers.routing.V2_DEFAULT_TOOL_PARSERS = frozenset()
 """
 
 
-def _inner(pytester: pytest.Pytester) -> pytest.HookRecorder:
+def _inner(pytester: pytest.Pytester) -> pytest.RunResult:
     pytester.makepyfile(test_copied_default_route=SOURCE.read_text())
-    return pytester.inline_run(TEST)
+    return pytester.runpytest_subprocess(TEST, "-p", "no:cacheprovider")
 
 
 def test_the_default_route_test_passes_with_the_real_table(pytester: pytest.Pytester) -> None:
-    _inner(pytester).assertoutcome(passed=1)
+    _inner(pytester).assert_outcomes(passed=1)
 
 
 def test_the_default_route_test_fails_when_the_default_is_v1(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(DEFAULT_TO_V1)
-    rec = _inner(pytester)
-    rec.assertoutcome(failed=1)
-    (failure,) = [r for r in rec.getreports("pytest_runtest_logreport") if r.failed]
-    assert failure.when == "call"
-    assert "legacy_jail" in failure.longreprtext  # the route it got instead of parser_v2
-    assert "isolated child did not pass" not in failure.longreprtext  # a real assertion failure
+    result = _inner(pytester)
+    result.assert_outcomes(failed=1)
+    out = result.stdout.str()
+    assert "legacy_jail" in out  # the route it got instead of parser_v2
+    assert "isolated child did not pass" not in out  # a real assertion failure, in the call
