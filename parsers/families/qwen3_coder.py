@@ -55,6 +55,19 @@ _MAX_NAME = 256
 _NOT_IN_NAME = frozenset("<>{} \t\r\n")
 
 
+_BOOLEAN_TYPES = frozenset({"boolean", "bool", "binary"})
+_KNOWN_TYPES = frozenset(
+    {"integer", "int", "number", "float", "double", "object", "array", "dict", "list", "null"}
+    | _BOOLEAN_TYPES
+)
+
+
+def _known_type(t: str) -> bool:
+    return t in _KNOWN_TYPES or t.startswith(
+        ("int", "uint", "long", "short", "unsigned", "num", "float", "double", "dict", "list")
+    )
+
+
 def _convert(ctx: CallContext, tool: str, key: str) -> tuple[bool, str, Any]:
     """(is_string, null words, converter) for a parameter by the declared schema.
 
@@ -75,6 +88,12 @@ def _convert(ctx: CallContext, tool: str, key: str) -> tuple[bool, str, Any]:
         # `None` is how Qwen3.5 templates render a null argument (`value | string`)
         if text.lower() == "null" or text == "None":
             return None
+        if t in _BOOLEAN_TYPES:
+            # anything but `true` is false, as vLLM and Dynamo convert booleans
+            return text.strip().lower() == "true"
+        if not _known_type(t):
+            # a custom type name: JSON, else a Python literal, else the text (vLLM, Dynamo)
+            return convert_by_type(text, "object")
         return _double_decoded(convert_value(text, schema), t) if types else text
 
     return False, "", conv

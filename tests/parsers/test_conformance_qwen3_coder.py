@@ -792,3 +792,140 @@ def test_sglang_drifted_end_marker_does_not_leak(gen: int, block: str, size: int
 def test_sglang_angle_brackets_inside_value_are_kept(gen: int) -> None:
     msg = run(days_call("a <b>tag</b> city\n</parameter>"), gen, tools=[DAYS], **C)
     assert calls(msg)[0][1]["city"] == "a <b>tag</b> city"
+
+
+# --- DYNAMO: xml/parser.rs tests -----------------------------------------------------------
+
+
+@GENS
+def test_dynamo_normal_text_around_the_call(gen: int) -> None:
+    text = (
+        "I'll help you with that. <tool_call>\n<function=get_weather>\n<parameter=city>\n"
+        "Dallas\n</parameter>\n</function>\n</tool_call> Let me check that for you."
+    )
+    msg = run(text, gen, **C)
+    assert calls(msg) == [("get_weather", {"city": "Dallas"})]
+    # Adaptation (spec GLM example, docs "Blanks around calls"): the blank before the call is
+    # markup, the one after it (followed by text) is content; Dynamo keeps both.
+    assert msg.content == "I'll help you with that. Let me check that for you."
+
+
+@GENS
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (
+            "<tool_call>\n<function=execute_bash>\n<parameter=command>\nls -la\n</function>\n"
+            "</tool_call>",
+            ("execute_bash", {"command": "ls -la"}),
+        ),
+        (
+            "<tool_call>\n<function=get_weather>\n<parameter=city>\nBoston\n</parameter>\n"
+            "</tool_call>",
+            ("get_weather", {"city": "Boston"}),
+        ),
+        (
+            # Dynamo and SGLang keep `\n</tool_call>` in the value here; the bound ends the
+            # value before it (docs "Conformance notes")
+            "<tool_call>\n<function=run_query>\n<parameter=sql>\nSELECT * FROM users\n</tool_call>",
+            ("run_query", {"sql": "SELECT * FROM users"}),
+        ),
+        (
+            # vLLM's rule (a line-start `<parameter=NAME>` ends a value that lost its
+            # close); Dynamo keeps `rust programming\n<parameter=limit>\n10` as one value
+            "<tool_call>\n<function=search>\n<parameter=query>\nrust programming\n"
+            "<parameter=limit>\n10\n</function>\n</tool_call>",
+            ("search", {"query": "rust programming", "limit": "10"}),
+        ),
+    ],
+    ids=["no_param_close", "no_function_close", "no_closes", "two_params_no_closes"],
+)
+def test_dynamo_missing_closing_tags(gen: int, text: str, expected: tuple) -> None:
+    assert calls(run(text, gen, **C)) == [expected]
+
+
+@GENS
+def test_dynamo_no_outer_close_keeps_the_suffix(gen: int) -> None:
+    text = (
+        "<tool_call>\n<function=get_weather>\n<parameter=city>\nNYC\n</parameter>\n</function>\n"
+        "TRAILING NOTE"
+    )
+    msg = run(text, gen, **C)
+    assert calls(msg) == [("get_weather", {"city": "NYC"})]
+    assert "TRAILING NOTE" in (msg.content or "")
+
+
+@GENS
+def test_dynamo_schema_aware_conversion(gen: int) -> None:
+    multi = tool(
+        "multi_param_func",
+        param1="string",
+        param2="float",
+        param3="integer",
+        param4="boolean",
+        param5="object",
+        param6="array",
+        param7="null",
+        param8="other_type",
+    )
+    text = (
+        "<tool_call>\n<function=multi_param_func>\n"
+        "<parameter=param1>42</parameter>\n<parameter=param2>41.9</parameter>\n"
+        "<parameter=param3>42</parameter>\n<parameter=param4>true</parameter>\n"
+        '<parameter=param5>{"key": "value"}</parameter>\n<parameter=param6>[1, 2, 3]</parameter>\n'
+        "<parameter=param7>null</parameter>\n"
+        "<parameter=param8>{'arg1': 3, 'arg2': [1, 2]}</parameter>\n</function>\n</tool_call>"
+    )
+    assert calls(run(text, gen, tools=[multi], **C)) == [
+        (
+            "multi_param_func",
+            {
+                "param1": "42",
+                "param2": 41.9,
+                "param3": 42,
+                "param4": True,
+                "param5": {"key": "value"},
+                "param6": [1, 2, 3],
+                "param7": None,
+                "param8": {"arg1": 3, "arg2": [1, 2]},
+            },
+        )
+    ]
+
+
+@GENS
+def test_dynamo_conversion_fallbacks_and_no_schema(gen: int) -> None:
+    typed = tool("test_func", int_param="integer", float_param="float", bool_param="boolean")
+    text = (
+        "<tool_call>\n<function=test_func>\n<parameter=int_param>not_an_int</parameter>\n"
+        "<parameter=float_param>not_a_float</parameter>\n"
+        "<parameter=bool_param>not_a_bool</parameter>\n</function>\n</tool_call>"
+    )
+    assert calls(run(text, gen, tools=[typed], **C)) == [
+        (
+            "test_func",
+            {"int_param": "not_an_int", "float_param": "not_a_float", "bool_param": False},
+        )
+    ]
+    text = (
+        "<tool_call>\n<function=unknown_func>\n<parameter=param1>42</parameter>\n"
+        "<parameter=param2>true</parameter>\n<parameter=param3>hello</parameter>\n"
+        "</function>\n</tool_call>"
+    )
+    assert calls(run(text, gen, **C)) == [
+        ("unknown_func", {"param1": "42", "param2": "true", "param3": "hello"})
+    ]
+
+
+@GENS
+def test_dynamo_anyof_of_objects_is_an_object(gen: int) -> None:
+    location = {
+        "anyOf": [
+            {"type": "object", "properties": {"city": {"type": "string"}}},
+            {"type": "object", "properties": {"lat": {"type": "number"}}},
+        ]
+    }
+    text = wrapped("get_weather", param("location", '{"city": "Paris"}'))
+    assert calls(run(text, gen, tools=[tool("get_weather", location=location)], **C)) == [
+        ("get_weather", {"location": {"city": "Paris"}})
+    ]
