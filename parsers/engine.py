@@ -51,7 +51,9 @@ def build_machine(plan: ParsePlan) -> tuple[FamilyMachine, Generation]:
 class Engine:
     """feed/finish -> deltas for one response; `finish_reason` is set by `finish`."""
 
-    def __init__(self, plan: ParsePlan, *, id_factory: IdFactory = new_call_id) -> None:
+    def __init__(
+        self, plan: ParsePlan, *, id_factory: IdFactory = new_call_id, fast_paths: bool = True
+    ) -> None:
         self.plan = plan
         self._machine, generation = build_machine(plan)
         self._emitter = Emitter(
@@ -63,8 +65,10 @@ class Engine:
         self.finish_reason: str | None = None
         self._finished = False
         self._push = self._emitter.push
-        # the marker machine's feed-to-deltas with its fast paths; None after finish
-        self._deltas = self._machine.deltas if isinstance(self._machine, MarkerMachine) else None
+        # the marker machine's feed-to-deltas with its fast paths; None after finish.
+        # fast_paths=False: every feed takes the general path (tests compare the two)
+        machine = self._machine
+        self._deltas = machine.deltas if fast_paths and isinstance(machine, MarkerMachine) else None
 
     def feed(self, text: str) -> list[Delta]:
         deltas = self._deltas

@@ -1,0 +1,134 @@
+"""The streaming fast paths give exactly the deltas of the general path, feed by feed.
+
+`MarkerMachine.deltas` short-cuts the common few-character feeds (plain prose, a marker prefix
+still arriving, a call region); `Engine(fast_paths=False)` sends every feed through
+`MarkerMachine.feed` + `Emitter.push` instead. Both must return equal delta lists for every
+feed and at finish, not only the same aggregate: a client sees the individual deltas.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from parser_samples import Sample, all_openers, case_id, sample_cases
+
+from parsers.api import make_plan
+from parsers.engine import Engine
+from parsers.errors import ConfigError
+from parsers.ids import counter_ids
+from parsers.machine import MarkerMachine
+from parsers.plan import ParsePlan
+from parsers.types import Delta
+
+CASES = sample_cases()
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+        },
+    }
+]
+VARIANTS: tuple[dict[str, Any], ...] = (
+    {},
+    {"tool_choice": "none"},
+    {"tool_choice": "required", "tools": TOOLS},
+    {"thinking": False},
+    {"prompt": "<think>"},
+)
+
+
+def per_feed(plan: ParsePlan, chunks: list[str], fast: bool) -> list[list[Delta]]:
+    engine = Engine(plan, id_factory=counter_ids(), fast_paths=fast)
+    out = [engine.feed(chunk) for chunk in chunks]
+    out.append(engine.finish("length"))
+    return out
+
+
+def assert_same(plan: ParsePlan, text: str, chunks: list[str]) -> None:
+    assert "".join(chunks) == text
+    fast, general = per_feed(plan, chunks, True), per_feed(plan, chunks, False)
+    for i, (a, b) in enumerate(zip(fast, general, strict=True)):
+        assert a == b, f"feed {i} ({chunks[i] if i < len(chunks) else 'finish'!r}): {a} != {b}"
+
+
+def plans(sample: Sample, gen: int) -> list[ParsePlan]:
+    out = []
+    for variant in VARIANTS:
+        try:
+            out.append(make_plan(**(sample.kwargs(gen) | variant)))
+        except ConfigError:
+            continue  # e.g. a variant this family does not serve
+    return out
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_fixed_chunk_sizes(case: tuple[Sample, int]) -> None:
+    sample, gen = case
+    text = sample.text
+    for plan in plans(sample, gen):
+        for size in (1, 2, 3, 4, 7):
+            assert_same(plan, text, [text[i : i + size] for i in range(0, len(text), size)])
+
+
+ATOMS = [" ", "  ", "\t", "\n", " \r", "'", '"', "`", "```", "it's", "word", "é☀", "x\n ", "a b"]
+
+
+@st.composite
+def prose_around_markers(draw: st.DrawFn) -> tuple[Any, str, list[str]]:
+    """An opener's family, and prose of blanks, quotes, code ticks and (partial) markers."""
+    opener = draw(st.sampled_from(all_openers()))
+    marker = opener.opener
+    atoms = [*ATOMS, marker, marker[: max(1, len(marker) // 2)], "<think>", "</think>", "<"]
+    text = "".join(draw(st.lists(st.sampled_from(atoms), min_size=1, max_size=14)))
+    cuts = sorted(set(draw(st.lists(st.integers(0, len(text)), max_size=14))))
+    bounds = [0, *cuts, len(text)]
+    return opener, text, [text[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(case=prose_around_markers(), gen=st.sampled_from([1, 2]), variant=st.sampled_from(VARIANTS))
+def test_random_prose_and_markers(
+    case: tuple[Any, str, list[str]], gen: int, variant: dict[str, Any]
+) -> None:
+    opener, text, chunks = case
+    kw: dict[str, Any] = {
+        "tool_parser": opener.tool_parser,
+        "reasoning_parser": opener.reasoning_parser,
+        "thinking": opener.thinking,
+        "prompt": opener.prompt,
+        "generation": gen,
+    }
+    try:
+        plan = make_plan(**(kw | variant))
+    except ConfigError:
+        return  # a V2-only family asked for generation 1
+    assert_same(plan, text, chunks)
+
+
+def test_plain_prose_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparison above is only worth something if the fast path runs: 4-character
+    chunks of plain prose never reach the general `feed`."""
+    general: list[str] = []
+    feed = MarkerMachine.feed
+
+    def spy(self: MarkerMachine, text: str) -> Any:
+        general.append(text)
+        return feed(self, text)
+
+    monkeypatch.setattr(MarkerMachine, "feed", spy)
+    plan = make_plan(tool_parser="hermes", reasoning_parser="qwen3", generation=2)
+    text = "Plain prose, no markers at all and no quotes either. " * 3
+    chunks = [text[i : i + 4] for i in range(0, len(text), 4)]
+    engine = Engine(plan, id_factory=counter_ids())
+    got = [engine.feed(c) for c in chunks]
+    assert general == []
+    assert "".join(d.content or "" for ds in got for d in ds) == text.rstrip()
+    slow = Engine(plan, id_factory=counter_ids(), fast_paths=False)
+    assert [slow.feed(c) for c in chunks] == got
+    assert len(general) == len(chunks)
