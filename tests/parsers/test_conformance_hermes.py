@@ -292,3 +292,35 @@ def test_dynamo_case_5_missing_end_token_recovers(gen: int) -> None:
     msg = run(text, gen, **H)
     assert calls(msg) == [("get_weather", {"location": "NYC"})]
     assert msg.content is None
+
+
+# --- hot spots shared by the three suites ----------------------------------------------
+
+
+@GENS
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tool_call>\n{"name": "f", "parameters": {"a": 1}}\n</tool_call>',
+        '<tool_call>\n\n   {"name": "f", "arguments": {"a": 1}}   \n\n</tool_call>',
+        '<tool_call>{"arguments": {"a": 1}, "name": "f"}</tool_call>',
+    ],
+    ids=["parameters_key", "blanks_inside_wrapper", "arguments_first"],
+)
+def test_call_object_variants(gen: int, text: str) -> None:
+    msg = run(text, gen, **H)
+    assert [(c.name, c.arguments) for c in msg.tool_calls] == [("f", '{"a": 1}')]
+    assert msg.content is None
+
+
+@GENS
+def test_invalid_json_block_does_not_swallow_the_next(gen: int) -> None:
+    bad = '<tool_call>{"name": "f", "arguments": {bad}}</tool_call>'
+    text = bad + '<tool_call>{"name": "g", "arguments": {}}</tool_call>'
+    msg = run(text, gen, **H)
+    assert calls(msg)[-1] == ("g", {})
+    if gen == 1:  # nothing of the broken block went out: it is content, verbatim
+        assert (len(msg.tool_calls), msg.content) == (1, bad)
+    else:  # V2 sent `f` when its name completed; the unparsed rest is content
+        assert calls(msg)[0] == ("f", {})
+        assert msg.content == "bad}}</tool_call>"

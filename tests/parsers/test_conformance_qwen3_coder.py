@@ -929,3 +929,26 @@ def test_dynamo_anyof_of_objects_is_an_object(gen: int) -> None:
     assert calls(run(text, gen, tools=[tool("get_weather", location=location)], **C)) == [
         ("get_weather", {"location": {"city": "Paris"}})
     ]
+
+
+@GENS
+def test_hyphenated_names_and_html_entities(gen: int) -> None:
+    text = (
+        "<tool_call>\n<function=my-tool.v2>\n<parameter=max-retries>\n3\n</parameter>\n"
+        "<parameter=q>\na &lt; b &amp;&amp; c\n</parameter>\n</function>\n</tool_call>"
+    )
+    t = tool("my-tool.v2", q="string")
+    t["function"]["parameters"]["properties"]["max-retries"] = {"type": "integer"}
+    assert calls(run(text, gen, tools=[t], **C)) == [
+        ("my-tool.v2", {"max-retries": 3, "q": "a < b && c"})
+    ]
+
+
+@GENS
+@pytest.mark.parametrize(
+    ("written", "value"), [("1e-3", 0.001), ("-0.5", -0.5), ("2.50", 2.5), ("42", 42)]
+)
+def test_number_values_keep_their_value(gen: int, written: str, value: float) -> None:
+    text = wrapped("m", param("x", written))
+    msg = run(text, gen, tools=[tool("m", x="number")], **C)
+    assert calls(msg) == [("m", {"x": value})]
