@@ -672,3 +672,59 @@ def test_dynamo_type_coercion(gen: int) -> None:
     assert calls(run(bad, gen, tools=[tool("test_func", count="integer")], **G)) == [
         ("test_func", {"count": "not_a_number"})
     ]
+
+
+# --- VLLM reasoning (glm47: the GLM-4.7 template prefills `<think>`) ---------------------
+
+GLM47_PROMPT = "[gMASK]<sop><|user|>\nWhat is the capital of France?<|assistant|>\n<think>"
+
+
+@GENS
+@pytest.mark.parametrize(
+    ("text", "reasoning", "content"),
+    [
+        (
+            "This is a reasoning section</think>This is the rest",
+            "This is a reasoning section",
+            "This is the rest",
+        ),
+        ("This is a reasoning section</think>", "This is a reasoning section", None),
+        ("This is content", "This is content", None),
+        ("This\nThat</think>This is the rest\nThat", "This\nThat", "This is the rest\nThat"),
+        ("</think>This is the rest", None, "This is the rest"),
+        (
+            "<think>This is a reasoning section</think>This is the rest",
+            "This is a reasoning section",
+            "This is the rest",
+        ),
+        ("<think>This\nThat</think>This is the rest\nThat", "This\nThat", "This is the rest\nThat"),
+        ("<think>This is a reasoning section", "This is a reasoning section", None),
+        ("", None, None),
+    ],
+)
+def test_vllm_glm47_prefilled_reasoning(
+    gen: int, text: str, reasoning: str | None, content: str | None
+) -> None:
+    # spec GLM: "GLM prompts may prefill <think>" (section 5: parsing starts inside reasoning)
+    msg = run(text, gen, prompt=GLM47_PROMPT, tool_parser=None, reasoning_parser="glm45")
+    assert (msg.reasoning_content, msg.content) == (reasoning, content)
+
+
+@GENS
+def test_glm47_prefilled_reasoning_then_call(gen: int) -> None:
+    text = "Need the weather.</think>" + inline("get_weather", ("city", "Paris"))
+    msg = run(text, gen, prompt=GLM47_PROMPT, tools=[WEATHER], **G)
+    assert (msg.reasoning_content, msg.content) == ("Need the weather.", None)
+    assert calls(msg) == [("get_weather", {"city": "Paris"})]
+    # a call start also ends reasoning that was never closed (spec "Common rules")
+    msg = run(
+        "Need the weather." + inline("get_weather", ("city", "Paris")),
+        gen,
+        prompt=GLM47_PROMPT,
+        tools=[WEATHER],
+        **G,
+    )
+    assert (msg.reasoning_content, calls(msg)) == (
+        "Need the weather.",
+        [("get_weather", {"city": "Paris"})],
+    )
