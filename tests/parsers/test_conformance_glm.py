@@ -728,3 +728,21 @@ def test_glm47_prefilled_reasoning_then_call(gen: int) -> None:
         "Need the weather.",
         [("get_weather", {"city": "Paris"})],
     )
+
+
+def test_vllm_glm47_final_delta_is_not_cumulative_v2() -> None:
+    full = (
+        "<tool_call>get_weather\n<arg_key>city</arg_key><arg_value>Beijing</arg_value>"
+        "<arg_key>date</arg_key><arg_value>2025-08-01</arg_value></tool_call>"
+    )
+    cuts = [
+        len("<tool_call>get_weather\n"),
+        full.index("<arg_value>Beijing"),
+        full.index("<arg_key>date"),
+    ]
+    cuts += [full.index("2025-08") + 7, full.index("</tool_call>"), len(full)]
+    chunks = [full[a:b] for a, b in zip([0, *cuts[:-1]], cuts, strict=True)]
+    s = feed(chunks, 2, tools=[CITY_DATE], **G)
+    for fragment in s.fragments[0][1:]:
+        assert not fragment.lstrip().startswith("{")  # deltas, never the whole object again
+    assert s.call_args(0) == {"city": "Beijing", "date": "2025-08-01"}
