@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from parser_samples import CallPiece, Lossless, Opener, Sample
 
 H = "hermes"
@@ -90,6 +92,17 @@ CODER_TOOLS = (
     },
 )
 
+WRITE_FILE: dict[str, Any] = {
+    "type": "function",
+    "function": {
+        "name": "write_file",
+        "parameters": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+        },
+    },
+}
+
 SAMPLES += [
     Sample(
         "qwen3-coder-spec",
@@ -126,6 +139,57 @@ SAMPLES += [
         R,
     ),
     Sample("qwen3-coder-malformed", "<tool_call>\nnot a call\n</tool_call>", C, R, calls=0),
+    # values holding tag-like text (vLLM's structural value ends); V2 only: V1 jails up to
+    # the first `</tool_call>`, which the nested literal contains
+    Sample(
+        "qwen3-coder-nested-literal-call",
+        "<tool_call>\n<function=write_file>\n<parameter=path>\nfixture.py\n</parameter>\n"
+        '<parameter=content>\ndoc = """\n<tool_call>\n<function=write_file>\n'
+        "<parameter=path>\nx.txt\n</parameter>\n<parameter=content>\nhello\n</parameter>\n"
+        '</function>\n</tool_call>\n"""\n</parameter>\n</function>\n</tool_call>\nDone.',
+        C,
+        R,
+        generations=(2,),
+        tools=(WRITE_FILE,),
+        calls=1,
+    ),
+    Sample(
+        "qwen3-coder-param-like-lines",
+        '<tool_call>\n<function=write_file>\n<parameter=content>\nT = """\n</parameter>\n'
+        '<parameter=new_string>\nx\n</parameter>\n"""\n</parameter>\n<parameter=path>\n'
+        "a.py\n</parameter>\n</function>\n</tool_call>",
+        C,
+        R,
+        tools=(WRITE_FILE,),
+        calls=1,
+    ),
+    Sample(
+        "qwen3-coder-missing-param-close",
+        "<tool_call>\n<function=write_file>\n<parameter=path>\na.py\n</parameter1>\n"
+        "<parameter=content>\nhi\n</parameter>\n</function>\n</tool_call>",
+        C,
+        R,
+        tools=(WRITE_FILE,),
+        calls=1,
+    ),
+    Sample(
+        "qwen3-coder-bare-with-stray-close",
+        "Checking.\n\n<function=calc>\n<parameter=n>\n3\n</parameter>\n</function>\n"
+        "</tool_call>\nok",
+        C,
+        R,
+        tools=CODER_TOOLS,
+        calls=1,
+    ),
+    Sample(
+        "qwen3-reasoning-ends-at-call",
+        "I need the file.\n\n<tool_call>\n<function=calc>\n<parameter=n>\n1\n</parameter>\n"
+        "</function>\n</tool_call>",
+        C,
+        R,
+        prompt="<|im_start|>assistant\n<think>\n",
+        calls=1,
+    ),
 ]
 
 OPENERS += [Opener(C, R, "<tool_call>"), Opener(C, R, "<function=")]
