@@ -54,6 +54,35 @@ SAMPLES: list[Sample] = [
         R,
     ),
     Sample("glm-malformed", "<tool_call> not a call\nat all </tool_call>", T, R, calls=0),
+    Sample(
+        "glm-literal-newline-separators",
+        "Checking.<tool_call>get_weather\\n<arg_key>city</arg_key>\\n<arg_value>杭州"
+        "</arg_value>\\n</tool_call><tool_call>get_time\\n</tool_call>",
+        T,
+        R,
+        calls=2,
+    ),
+    Sample(
+        "glm-escaped-json-and-prefill",
+        'Need todos.</think><tool_call>todo_write<arg_key>todos</arg_key><arg_value>[{\\"id\\": '
+        '\\"1\\"}]</arg_value><arg_key>tags</arg_key><arg_value>a, b</arg_value></tool_call>',
+        T,
+        R,
+        prompt="<|assistant|>\n<think>",
+        tools=(
+            {
+                "type": "function",
+                "function": {
+                    "name": "todo_write",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"todos": {"type": "array"}, "tags": {"type": "array"}},
+                    },
+                },
+            },
+        ),
+        calls=1,
+    ),
 ]
 
 OPENERS: list[Opener] = [Opener(T, R, "<tool_call>"), Opener(T, R, "<think>", is_call=False)]
