@@ -16,6 +16,11 @@ is missing); an invoke is also ended by the block's close; a lone `arguments` / 
 parameter that the declared tool does not name, whose value is an object of declared
 parameters, is unwrapped to that object. As SGLang's DSML detector does, an invoke whose body is
 a JSON object instead of parameter tags takes that object as its arguments.
+
+An invoke without its block start (`<｜DSML｜invoke name="F">…</｜DSML｜invoke>`, optionally
+followed by the block close) is a call when F is a declared tool and the invoke closes, as
+vLLM's V4 parser recovers it; it goes out whole at its close (it is not known to be a call
+before), otherwise its text is content.
 """
 
 from __future__ import annotations
@@ -105,13 +110,19 @@ class _Unwrap:
 
 
 class DsmlScanner(CallScanner):
-    """Reads one DSML block, fed the text after its opening tag."""
+    """Reads one DSML block, fed the text after its opening tag. `orphan`: the region is one
+    invoke without its block start (`start` is the invoke tag's beginning); its events are
+    held until the invoke closes, and it is rejected if it does not or its tool is unknown."""
 
-    def __init__(self, start: str, block: str, ctx: CallContext) -> None:
+    def __init__(self, start: str, block: str, ctx: CallContext, orphan: bool = False) -> None:
         self._start = start
         self._block = block
         self._ctx = ctx
         self._buf = TagBuffer()
+        self._orphan = orphan
+        self._held: list[Event] | None = [] if orphan else None  # orphan: not released yet
+        if orphan:
+            self._buf.add(start)  # the invoke tag is read from its beginning
         self._fed: list[str] = []
         self._call_raw: list[str] = []
         self._state = "block"  # block (between invokes), invoke (between params), value, json
@@ -131,9 +142,29 @@ class DsmlScanner(CallScanner):
     def feed(self, text: str) -> ScanResult:
         self._fed.append(text)
         self._buf.add(text)
-        return self._run(final=False)
+        return self._release(self._run(final=False))
 
     def finish(self) -> ScanResult:
+        res = self._release(self._finish())
+        if res.status == "more":  # an orphan invoke still held at the end of output
+            return ScanResult([], "reject", "".join(self._fed))
+        return res
+
+    def _release(self, res: ScanResult) -> ScanResult:
+        """Orphan invoke: hold its events until it closes; a region over before that is not
+        a call."""
+        held = self._held
+        if held is None or res.status == "reject":
+            return res
+        held.extend(res.events)
+        if any(isinstance(e, CallEnd) and e.complete for e in held):
+            self._held = None
+            return ScanResult(held, res.status, res.rest)
+        if res.status == "done":
+            return ScanResult([], "reject", "".join(self._fed))
+        return ScanResult([], "more")
+
+    def _finish(self) -> ScanResult:
         res = self._run(final=True)
         if res.status != "more":
             return res
@@ -245,6 +276,10 @@ class DsmlScanner(CallScanner):
                 return self._malformed(events)
             closing, name, attrs = m.group(1) == "/", m.group(2), dict(_ATTR.findall(m.group(3)))
             if st == "block":
+                if self._orphan and self._calls and not (closing and name == self._block):
+                    return ScanResult(events, "done", self._buf.rest())  # one invoke only
+                if self._orphan and not self._calls and attrs.get("name") not in self._ctx.schemas:
+                    return ScanResult([], "reject", "".join(self._fed))  # not a declared tool
                 if not closing and name == "invoke" and attrs.get("name"):
                     self._buf.take(blanks)
                     self._in_call = True
@@ -314,10 +349,15 @@ class DsmlGrammar(ToolGrammar):
         sep = " " if spaced else ""
         self._blocks = {f"<{TOKEN}{sep}{b}>": b for b in blocks}
         self._ends = {f"<{TOKEN}{sep}{b}>": (f"</{TOKEN}{sep}{b}>",) for b in blocks}
-        self.start_markers = tuple(self._blocks)
+        # An invoke without its block start (recovered when its tool is declared).
+        self._orphan = f'<{TOKEN}{sep}invoke name="'
+        self._ends[self._orphan] = self._ends[f"<{TOKEN}{sep}{blocks[0]}>"]
+        self.start_markers = (*self._blocks, self._orphan)
 
     def jail_end_markers(self, start: str) -> tuple[str, ...]:
         return self._ends[start]
 
     def scanner(self, start: str, ctx: CallContext) -> CallScanner:
+        if start == self._orphan:
+            return DsmlScanner(start, next(iter(self._blocks.values())), ctx, orphan=True)
         return DsmlScanner(start, self._blocks[start], ctx)

@@ -954,3 +954,73 @@ def test_json_body_breaking_is_handled_like_other_cut_calls(gen: int) -> None:
         assert (msg.content, msg.tool_calls) == (text, [])
     else:  # V2 streamed the call: closed with what arrived, the rest is content
         assert (msg.content, calls(msg)) == ("oops", [("f", {"a": 1})])
+
+
+# --- [vllm-engine] test_deepseek_v4_malformed_recovery.py -----------------------------------
+
+SEOUL = tool("get_weather", city="string")
+ORPHAN = f'{INV}get_weather">\n{param("city", "Seoul")}\n{IE}'
+NO_THINK = {**R, "thinking": False}
+
+
+@GENS
+def test_recovery_invoke_without_block_start_default_thinking(gen: int) -> None:
+    msg = run(ORPHAN + TE, gen, tools=[SEOUL], **R)
+    assert (msg.reasoning_content, msg.content) == (None, None)
+    assert calls(msg) == [("get_weather", {"city": "Seoul"})]
+
+
+@GENS
+def test_recovery_corrupted_block_start(gen: int) -> None:
+    msg = run(f"<{B}DSML{B}toolcalls>\n" + ORPHAN + "\n" + TE, gen, tools=[SEOUL], **R)
+    assert calls(msg) == [("get_weather", {"city": "Seoul"})]
+
+
+@GENS
+@pytest.mark.parametrize(
+    ("text", "tools"),
+    [
+        (ORPHAN.replace("get_weather", "not_declared") + TE, [SEOUL]),  # undeclared tool
+        (ORPHAN + TE, []),  # no tools in the request
+        (f"Docs quote {INV}get_wea", [SEOUL]),  # truncated candidate
+        (f'{INV}get_weather">\n{param("city", "Seoul")}', [SEOUL]),  # no invoke end
+    ],
+    ids=["undeclared", "no_tools", "truncated", "no_invoke_end"],
+)
+def test_recovery_candidates_that_stay_content(gen: int, text: str, tools: list[Any]) -> None:
+    msg = run(text, gen, tools=tools, **NO_THINK)
+    assert (msg.content, msg.tool_calls) == (text, [])
+
+
+@GENS
+def test_recovery_streaming_after_split_marker(gen: int) -> None:
+    chunks = [
+        "Checking.\n",
+        f"<{B}DSML",
+        f'{B}invoke name="get_weather">',
+        f"\n{param('city', 'Seoul')}\n",
+        IE,
+        TE,
+    ]
+    msg = streamed(chunks, gen, tools=[SEOUL], **NO_THINK)
+    assert msg.content == "Checking."  # BLANKS (vLLM: "Checking.\n")
+    assert calls(msg) == [("get_weather", {"city": "Seoul"})]
+
+
+@GENS
+def test_recovered_invoke_goes_out_whole_at_its_close(gen: int) -> None:
+    # Not known to be a call before its close: no fragment before `</｜DSML｜invoke>`.
+    chunks = [f'{INV}get_weather">\n', param("city", "Seoul"), "\n", IE]
+    got = deltas(chunks, gen, tools=[SEOUL], **NO_THINK)
+    # V1's jail runs to the block close (missing here): the call goes out at the end.
+    assert {i for i, d in got if d.tool_calls} == ({3} if gen == 2 else {len(chunks)})
+
+
+def test_recovery_tool_choice_none_v1_keeps_text() -> None:
+    # V1 does no tool parsing under `none`; V2 removes recognised call markup (spec §5),
+    # where vLLM keeps the text (docs/parsers.md, DeepSeek conformance notes).
+    text = ORPHAN + TE
+    v1 = run(text, 1, tools=[SEOUL], tool_choice="none", **NO_THINK)
+    assert (v1.content, v1.tool_calls) == (text, [])
+    v2 = run(text, 2, tools=[SEOUL], tool_choice="none", **NO_THINK)
+    assert (v2.content, v2.tool_calls) == (None, [])
