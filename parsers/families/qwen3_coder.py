@@ -62,6 +62,10 @@ _KNOWN_TYPES = frozenset(
 )
 
 
+def _is_number_type(t: str) -> bool:
+    return t in ("number", "float", "double") or t.startswith(("num", "float", "double"))
+
+
 def _known_type(t: str) -> bool:
     return t in _KNOWN_TYPES or t.startswith(
         ("int", "uint", "long", "short", "unsigned", "num", "float", "double", "dict", "list")
@@ -94,7 +98,10 @@ def _convert(ctx: CallContext, tool: str, key: str) -> tuple[bool, str, Any]:
         if not _known_type(t):
             # a custom type name: JSON, else a Python literal, else the text (vLLM, Dynamo)
             return convert_by_type(text, "object")
-        return _double_decoded(convert_value(text, schema), t) if types else text
+        value = convert_value(text, schema)
+        if isinstance(value, float) and value.is_integer() and _is_number_type(t):
+            return int(value)  # `42.0` -> 42, as vLLM and Dynamo write whole numbers
+        return _double_decoded(value, t)
 
     return False, "", conv
 

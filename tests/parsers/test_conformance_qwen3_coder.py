@@ -952,3 +952,11 @@ def test_number_values_keep_their_value(gen: int, written: str, value: float) ->
     text = wrapped("m", param("x", written))
     msg = run(text, gen, tools=[tool("m", x="number")], **C)
     assert calls(msg) == [("m", {"x": value})]
+
+
+@GENS
+@pytest.mark.parametrize(("written", "arguments"), [("42.0", '{"x":42}'), ("1e3", '{"x":1000}')])
+def test_whole_numbers_are_written_as_integers(gen: int, written: str, arguments: str) -> None:
+    # vLLM (`int(val)` when `val - int(val) == 0`) and Dynamo (`float_val.fract() == 0.0`)
+    msg = run(wrapped("m", param("x", written)), gen, tools=[tool("m", x="number")], **C)
+    assert msg.tool_calls[0].arguments == arguments
