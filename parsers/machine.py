@@ -87,11 +87,14 @@ class MarkerMachine(FamilyMachine):
             mode: re.compile("[" + re.escape(ms.first_chars + "\"'`\n") + "]")
             for mode, ms in self._markers.items()
         }
+        # only marker starts: a chunk without them changes no more than the quote state
+        self._marker_re = {
+            mode: re.compile("[" + re.escape(ms.first_chars) + "]" if ms else "(?!)")
+            for mode, ms in self._markers.items()
+        }
         # the fast path joins held-back blanks to the next chunk: only right when no marker
         # can start with a blank
-        self._blank_markers = any(
-            c in _BLANKS for ms in self._markers.values() for c in ms.first_chars
-        )
+        self._blank_markers = any(c in _WS for ms in self._markers.values() for c in ms.first_chars)
         self._mode: Mode = "reasoning" if (reasoning_on and plan.start_in_reasoning) else "content"
         # Output that starts inside reasoning (forced or prefilled) may still begin with the
         # opener (Kimi K2.5 writes `<think>`): a leading opener (after blanks) is markup.
@@ -126,8 +129,8 @@ class MarkerMachine(FamilyMachine):
     def deltas(self, text: str, push: Callable[[list[Event]], list[Delta]]) -> list[Delta]:
         """`push(feed(text))` (`push`: the Emitter's), with the per-feed work of the common
         streaming cases cut short: in plain prose, a chunk without any character that can
-        start a marker or change quote state is emitted as it is, only trailing blanks held
-        back (they may precede a call start) — what `_scan_text` does with it, without the
+        start a marker is emitted as it is (the quote tracker sees it), only trailing blanks
+        held back (they may precede a call start) — what `_scan_text` does with it, without the
         event and emitter round trip (one Text is one Delta); a marker prefix still arriving
         stays held back; in a call region the chunk goes straight to the scanner. Per
         few-character feed, that round trip is most of the cost.
@@ -137,19 +140,27 @@ class MarkerMachine(FamilyMachine):
         rx = self._plain_re
         if rx is not None:
             buf = self._buf
-            if rx.search(text) is None and not (buf and buf.strip(_BLANKS)):
+            # plain: not even a quote, backtick or newline (nor in held-back blanks)
+            plain = rx.search(text) is None and not (buf and buf.strip(_BLANKS))
+            if plain or (
+                self._marker_re[self._mode].search(text) is None and not (buf and buf.strip(_WS))
+            ):
                 if buf:
                     text = buf + text
-                if self._starts and text[-1] in _BLANKS:
-                    body = text.rstrip(_BLANKS)
+                if self._starts and text[-1] in _WS:
+                    body = text.rstrip(_WS)
                     self._buf = text[len(body) :]
                     if not body:
                         return []
                 else:
                     body = text
                     self._buf = ""
-                if self._quotes is not None:
-                    self._quotes.prev = body[-1]
+                quotes = self._quotes
+                if quotes is not None:
+                    if plain and not (quotes.sq_pending or quotes.ticks):
+                        quotes.prev = body[-1]  # what feed() does with such text
+                    else:
+                        quotes.feed(body)
                 if self._mode == "content":
                     return [content_delta(body)]
                 return [reasoning_delta(body)]
@@ -187,7 +198,6 @@ class MarkerMachine(FamilyMachine):
             and not self._lead_opens.markers
             and not self._after_call
             and (self._answer_started or not self._forced or mode == "reasoning")
-            and (self._quotes is None or not (self._quotes.sq_pending or self._quotes.ticks))
         ):
             return self._fast_re[mode]
         return None

@@ -76,6 +76,33 @@ def test_fixed_chunk_sizes(case: tuple[Sample, int]) -> None:
             assert_same(plan, text, [text[i : i + size] for i in range(0, len(text), size)])
 
 
+QUOTED = (
+    'The literal "{}" marker is part of the explanation.',
+    "Write `{}` then 'it's {}' and\n```\n{}\n``` done.",
+)
+
+
+@pytest.mark.parametrize("opener", all_openers(), ids=lambda o: o.opener)
+@pytest.mark.parametrize("gen", [1, 2])
+def test_quoted_markers(opener: Any, gen: int) -> None:
+    """Quote state decides whether a marker counts: the fast paths must keep it exact."""
+    kw: dict[str, Any] = {
+        "tool_parser": opener.tool_parser,
+        "reasoning_parser": opener.reasoning_parser,
+        "thinking": opener.thinking,
+        "prompt": opener.prompt,
+        "generation": gen,
+    }
+    try:
+        plan = make_plan(**kw)
+    except ConfigError:
+        pytest.skip("a V2-only family")
+    for template in QUOTED:
+        text = template.format(*[opener.opener] * template.count("{}"))
+        for size in (1, 2, 3, 4, 5):
+            assert_same(plan, text, [text[i : i + size] for i in range(0, len(text), size)])
+
+
 ATOMS = [" ", "  ", "\t", "\n", " \r", "'", '"', "`", "```", "it's", "word", "é☀", "x\n ", "a b"]
 
 
