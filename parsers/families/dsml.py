@@ -26,6 +26,7 @@ before), otherwise its text is content.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -52,9 +53,22 @@ _TAG = re.compile(rf"<(/?){re.escape(TOKEN)}\s*([A-Za-z_]+)\s*([^>]*)>")
 _MAX_TAG = 512
 
 
+def _finite(text: str) -> float:
+    value = float(text)
+    if math.isinf(value) or math.isnan(value):
+        raise ValueError(text)
+    return value
+
+
+def _no_constant(text: str) -> Any:
+    raise ValueError(text)
+
+
 def _json_or_text(text: str) -> Any:
+    """JSON, else the text. Values JSON cannot carry (`1e999`, `NaN`, `Infinity`) keep the
+    text as written, so the arguments stay valid JSON (as vLLM does)."""
     try:
-        return json.loads(text)
+        return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
     except ValueError:
         return text
 

@@ -1024,3 +1024,41 @@ def test_recovery_tool_choice_none_v1_keeps_text() -> None:
     assert (v1.content, v1.tool_calls) == (text, [])
     v2 = run(text, 2, tools=[SEOUL], tool_choice="none", **NO_THINK)
     assert (v2.content, v2.tool_calls) == (None, [])
+
+
+# --- [vllm-engine] test_dsml_finite.py -----------------------------------------------------
+
+
+def _reject_constant(value: str) -> Any:
+    raise AssertionError(f"arguments contain a non-JSON constant: {value}")
+
+
+@GENS
+@pytest.mark.parametrize("attr", [' string="false"', ""])
+def test_nonfinite_parameters_keep_their_literals(gen: int, attr: str) -> None:
+    cases = [
+        ("overflow", "1e999", "1e999", "number"),
+        ("negative", "-1e999", "-1e999", "number"),
+        ("nan", "NaN", "NaN", "number"),
+        ("array", "[1e999]", "[1e999]", "array"),
+        ("object", '{"label":">","x":NaN}', '{"label":">","x":NaN}', "object"),
+        ("finite", "1.5", 1.5, "number"),
+        ("large", "123456789012345678901234567890", 123456789012345678901234567890, "integer"),
+        ("quoted", '"Infinity"', "Infinity", "string"),
+    ]
+    body = "".join(f'{PS}{name}"{attr}>{value}{PE}' for name, value, _, _ in cases)
+    schema = tool("emit", **{name: kind for name, _, _, kind in cases})
+    msg = run(f'{TS}{INV}emit">{body}{IE}{TE}', gen, tools=[schema], **T)
+    arguments = json.loads(msg.tool_calls[0].arguments, parse_constant=_reject_constant)
+    assert arguments == {name: expected for name, _, expected, _ in cases}
+
+
+@GENS
+@pytest.mark.parametrize("attr", [' string="false"', ' string="true"', ""])
+def test_wrapper_with_nonfinite_json_is_not_unwrapped(gen: int, attr: str) -> None:
+    value = '{"x":[1e999]}'
+    text = f'{TS}{INV}emit">{PS}arguments"{attr}>{value}{PE}{IE}{TE}'
+    msg = run(text, gen, tools=[tool("emit", x="array")], **T)
+    assert json.loads(msg.tool_calls[0].arguments, parse_constant=_reject_constant) == {
+        "arguments": value
+    }
