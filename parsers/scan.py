@@ -51,6 +51,10 @@ class MarkerSet:
         """The first complete marker at or after `pos`."""
         return self._re.search(text, pos) if self._re is not None else None
 
+    def free(self, text: str) -> bool:
+        """No character of `text` can begin a marker: nothing to find, nothing to hold back."""
+        return self._first_re is None or self._first_re.search(text) is None
+
     def match_at(self, text: str, pos: int) -> str | None:
         """The (longest) marker that starts exactly at `pos`, if any."""
         if self._re is None:

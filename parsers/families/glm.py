@@ -160,6 +160,12 @@ class GlmScanner(CallScanner):
 
     def feed(self, text: str) -> ScanResult:
         self._fed.append(text)
+        sink = self._sink
+        if self._state == "value" and not self._buf.text and _VALUE_END.free(text):
+            # streaming a value: no tag can start in this chunk (what `_run` does with it)
+            assert sink is not None
+            out = sink.feed(text)
+            return ScanResult([CallArgs(out)] if out else [])
         self._buf.add(text)
         return self._run(final=False)
 
