@@ -155,6 +155,18 @@ class DsmlScanner(CallScanner):
 
     def feed(self, text: str) -> ScanResult:
         self._fed.append(text)
+        sink = self._sink
+        if (
+            self._state == "value"
+            and self._held is None
+            and not self._buf.text
+            and _VALUE_END.free(text)
+        ):
+            # streaming a value: no tag can start in this chunk (what `_run` does with it)
+            assert sink is not None
+            self._call_raw.append(text)
+            out = sink.feed(text)
+            return ScanResult([CallArgs(out)] if out else [])
         self._buf.add(text)
         return self._release(self._run(final=False))
 
