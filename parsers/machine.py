@@ -259,6 +259,8 @@ class MarkerMachine(FamilyMachine):
                 self._answer_started = True
                 if j < n and data[j] in "[{":
                     # guided JSON of a forced choice; the leading whitespace is its markup
+                    # (given back, not a stale one, if the JSON is rejected)
+                    self._lead_ws = data[:j]
                     self._begin_region("", lambda: GuidedScanner(self._named), "content", ())
                     return data[j:]
         if mode == "content":
