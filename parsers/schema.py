@@ -94,15 +94,28 @@ def _integer(text: str) -> int | float | None:
     return num
 
 
+def _finite(value: Any) -> bool:
+    """No inf/NaN anywhere in `value` (JSON cannot carry them: `1e999`, `NaN`)."""
+    if isinstance(value, float):
+        return not (math.isinf(value) or math.isnan(value))
+    if isinstance(value, dict):
+        return all(_finite(v) for v in value.values())
+    if isinstance(value, (list, tuple, set)):
+        return all(_finite(v) for v in value)
+    return True
+
+
 def _structured(text: str) -> Any:
+    """JSON, else a Python literal, else the text; a value with inf/NaN stays the text (as
+    vLLM/SGLang coerce it), so arguments stay valid JSON."""
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except ValueError:
-        pass
-    try:
-        return ast.literal_eval(text)
-    except (ValueError, SyntaxError, MemoryError, RecursionError):
-        return text
+        try:
+            value = ast.literal_eval(text)
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            return text
+    return value if _finite(value) else text
 
 
 def convert_by_type(text: str, t: str | None) -> Any:
