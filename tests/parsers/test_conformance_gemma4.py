@@ -601,3 +601,62 @@ def test_dynamo_malformed_args_are_content(gen: int) -> None:
     text = "<|tool_call>call:f{garbage no colons here}<tool_call|>"
     msg = run(text, gen, **T)
     assert (msg.content, msg.tool_calls) == (text, [])
+
+
+# --- [dynamo] reasoning/gemma4_parser.rs ---------------------------------------------------
+
+
+@GENS
+@pytest.mark.parametrize(
+    ("text", "reasoning", "content"),
+    [
+        (
+            "<|channel>thought\nstep one\nstep two<channel|>The answer is 42.",
+            "step one\nstep two",
+            "The answer is 42.",
+        ),
+        ("just a plain answer", None, "just a plain answer"),
+        ("intro <|channel>thought\npartial", "partial", "intro "),
+        (
+            "Hello. <|channel>thought\nrumination<channel|> Goodbye.",
+            "rumination",
+            "Hello.  Goodbye.",
+        ),
+        (
+            "<|channel>raw reasoning without prefix<channel|>answer",
+            "raw reasoning without prefix",
+            "answer",
+        ),
+        # STRAY: Dynamo's batch parser makes "some thinking" reasoning; a stream cannot know.
+        ("some thinking<channel|>final answer", None, "some thinking<channel|>final answer"),
+    ],
+)
+def test_dynamo_reasoning_batch(gen: int, text: str, reasoning: str | None, content: str) -> None:
+    msg = run(text, gen, **R)
+    assert (msg.reasoning_content, msg.content) == (reasoning, content)
+
+
+@GENS
+@pytest.mark.parametrize(
+    ("chunks", "reasoning", "content"),
+    [
+        (["<|channel>thought\nrumination<channel|>final"], "rumination", "final"),
+        (
+            ["<|channel>", "thou", "ght\n", "real reasoning here", "<channel|>", "the answer."],
+            "real reasoning here",
+            "the answer.",
+        ),
+        (
+            ["intro ", "<|chan", "nel>thought\n", "rumination", "<channel|>", "outro"],
+            "rumination",
+            "intro outro",
+        ),
+        (["<|channel>thought\n", "thinking", "<chan", "nel|>", "answer"], "thinking", "answer"),
+    ],
+)
+def test_dynamo_reasoning_streaming(
+    gen: int, chunks: list[str], reasoning: str, content: str
+) -> None:
+    msg = stream(chunks, generation=gen, id_factory=counter_ids(), **R)
+    assert (msg.reasoning_content, msg.content) == (reasoning, content)
+    assert msg == run("".join(chunks), gen, **R)
