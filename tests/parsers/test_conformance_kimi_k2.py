@@ -779,3 +779,33 @@ def test_dynamo_html_and_concatenated_calls(gen: int) -> None:
     msg = run(text, gen, **T)
     assert [c.name for c in msg.tool_calls] == ["render_html", "search", "search"]
     assert "</div>" in json.loads(msg.tool_calls[0].arguments)["template"]
+
+
+# --- [vllm-reasoning] test_kimi_k2_reasoning_parser.py ---------------------------------------
+
+
+@GENS
+@pytest.mark.parametrize(
+    ("text", "reasoning", "content"),
+    [
+        (
+            "<think>step by step reasoning</think>final answer",
+            "step by step reasoning",
+            "final answer",
+        ),
+        ("<think></think>final answer", None, "final answer"),  # vLLM: "" (we report None)
+        ("implicit reasoning with no tags", "implicit reasoning with no tags", None),
+        ("some reasoning" + SB + "tool call data", "some reasoning", SB + "tool call data"),
+    ],
+)
+def test_vllm_kimi_k2_reasoning_parser(
+    gen: int, text: str, reasoning: str | None, content: str | None
+) -> None:
+    msg = run(text, gen, reasoning_parser="kimi_k25")
+    assert (msg.reasoning_content, msg.content) == (reasoning, content)
+
+
+@GENS
+def test_vllm_kimi_k2_thinking_disabled_is_identity(gen: int) -> None:
+    msg = run("plain answer", gen, reasoning_parser="kimi_k25", thinking=False)
+    assert (msg.reasoning_content, msg.content) == (None, "plain answer")
