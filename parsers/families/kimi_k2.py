@@ -175,6 +175,8 @@ class _Call:
     def _arguments(self, text: str, final: bool) -> str | None:
         n = len(text)
         i = fed = 0  # text[:fed] is taken (argument text)
+        if not self._escape and "<" not in text and '"' not in text and "\\" not in text:
+            i = n  # streaming: nothing here changes the string state or starts a marker
         while i < n:
             c = text[i]
             if c != "<":
