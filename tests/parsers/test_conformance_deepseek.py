@@ -1062,3 +1062,16 @@ def test_wrapper_with_nonfinite_json_is_not_unwrapped(gen: int, attr: str) -> No
     assert json.loads(msg.tool_calls[0].arguments, parse_constant=_reject_constant) == {
         "arguments": value
     }
+
+
+def test_v41_recovers_an_invoke_without_its_block_start() -> None:
+    t = f"<{B}DSML{B} "
+    text = (
+        f'Sure.{t}invoke name="emit">{t}parameter name="value" string="true">ok'
+        f"</{B}DSML{B} parameter></{B}DSML{B} invoke></{B}DSML{B} calls>"
+    )
+    emit = tool("emit", value="string")
+    msg = run(text, 2, tools=[emit], prompt="</think>", **V41)
+    assert (msg.content, calls(msg)) == ("Sure.", [("emit", {"value": "ok"})])
+    msg = run(text, 2, prompt="</think>", **V41)  # no declared tools: text
+    assert (msg.content, msg.tool_calls) == (text, [])
