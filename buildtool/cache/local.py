@@ -7,40 +7,28 @@ its build outputs (whatever the input rules exclude) stay between runs.
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
-import shutil
 import stat
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from buildtool.cache.digest import KIND_SYMLINK, Entry, hasher_factory
 from buildtool.cache.errors import CacheError, show
+from buildtool.fsutil import ensure_dir, remove_path, replace_file, replace_symlink
 
 WORKTREE_NAME = b"worktree"
-_SYNC_TEMP = b".buildtool-sync-"
-
-
-def _remove(path: bytes) -> None:
-    if os.path.isdir(path) and not os.path.islink(path):
-        shutil.rmtree(path)
-    else:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
 
 
 def _make_parent(copy_root: bytes, rel: bytes) -> None:
     parent = rel.rpartition(b"/")[0]
     if not parent:
         return
-    # a non-directory where the checkout now has a directory (file replaced by a folder)
+    # one folder at a time: a non-directory where the checkout now has a directory (a file
+    # replaced by a folder) is removed on the way down
     prefix = copy_root
     for part in parent.split(b"/"):
         prefix = os.path.join(prefix, part)
-        if os.path.lexists(prefix) and not (os.path.isdir(prefix) and not os.path.islink(prefix)):
-            os.unlink(prefix)
-    os.makedirs(os.path.join(copy_root, parent), exist_ok=True)
+        ensure_dir(prefix)
 
 
 def _copy_file(src: bytes, dst: bytes, expected: bytes, factory: Callable[..., Any]) -> None:
@@ -55,26 +43,7 @@ def _copy_file(src: bytes, dst: bytes, expected: bytes, factory: Callable[..., A
     data = b"".join(chunks)
     if factory(data).digest() != expected:
         raise CacheError(f"input changed while syncing the local copy: {show(src)}")
-    temp = os.path.join(os.path.dirname(dst), _SYNC_TEMP + secrets.token_hex(6).encode())
-    out = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(out, view) :]
-        os.fchmod(out, mode)
-    finally:
-        os.close(out)
-    if os.path.isdir(dst) and not os.path.islink(dst):
-        shutil.rmtree(dst)
-    os.replace(temp, dst)
-
-
-def _copy_symlink(target: bytes, dst: bytes) -> None:
-    temp = os.path.join(os.path.dirname(dst), _SYNC_TEMP + secrets.token_hex(6).encode())
-    os.symlink(target, temp)
-    if os.path.isdir(dst) and not os.path.islink(dst):
-        shutil.rmtree(dst)
-    os.replace(temp, dst)
+    replace_file(dst, data, mode=mode, clear_dir=True)
 
 
 def sync(
@@ -85,16 +54,23 @@ def sync(
 ) -> list[bytes]:
     """Make the copy's inputs equal the checkout's; returns the paths written.
 
+    Not shared with `buildtool.images.context.sync` (only the writes are, `buildtool.fsutil`):
+    this one applies a plan from two blake3 scans the session needs anyway (stamp, drift),
+    re-checks each copied file against its scanned hash, touches only input paths so build
+    outputs in the copy survive, and leaves mtimes to `align` (stamp time T). The context sync
+    has no scan or stamp: it compares bytes and full mode against the copy itself, mirrors
+    everything (empty folders too, strays removed) and gives each rewrite a fresh mtime.
+
     Both entry lists come from scans with the same input rules. Copies are written to a
-    temporary name and renamed, so a kill leaves either old or new bytes (and at worst a
-    temporary file, which the next sync removes as an input the checkout does not have).
+    temporary name and renamed (`buildtool.fsutil`), so a kill leaves either old or new bytes
+    (and at worst a `.tmp-` file, which is no input and so stays in the copy like an output).
     """
     factory = hasher_factory()
     wanted = {e.path: e for e in checkout_entries}
     try:
         for entry in copy_entries:
             if entry.path not in wanted:
-                _remove(os.path.join(copy_root, entry.path))
+                remove_path(os.path.join(copy_root, entry.path))
         have = {e.path: e for e in copy_entries}
         written: list[bytes] = []
         for entry in checkout_entries:
@@ -104,7 +80,7 @@ def sync(
             _make_parent(copy_root, entry.path)
             dst = os.path.join(copy_root, entry.path)
             if entry.kind == KIND_SYMLINK:
-                _copy_symlink(entry.content, dst)
+                replace_symlink(dst, entry.content, clear_dir=True)
             else:
                 _copy_file(os.path.join(checkout, entry.path), dst, entry.content, factory)
             written.append(entry.path)

@@ -17,18 +17,17 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
 from dataclasses import dataclass
 from enum import Enum
 
 from buildtool.cache.digest import path_list_bytes, path_list_hash, short_hash
 from buildtool.cache.errors import CacheError, show
+from buildtool.fsutil import TEMP_MARK, replace_file
 
 MAGIC = "buildtool-cache-stamp"
 VERSION = 1
 STAMP_NAME = b"stamp"
 PATHS_NAME = b"paths"
-TEMP_MARK = b".tmp-"
 _PATHS_MAGIC = b"buildtool-cache-paths 1 "
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 
@@ -109,29 +108,10 @@ def write_atomic(directory: bytes, name: bytes, data: bytes, durable: bool = Tru
     `durable=False` skips both fsyncs, for files whose loss after a crash is detected anyway.
     """
     final = os.path.join(directory, name)
-    temp = os.path.join(directory, name + TEMP_MARK + secrets.token_hex(6).encode())
     try:
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if durable:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, final)
+        replace_file(final, data, durable=durable)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
         raise CacheError(f"cannot write {show(final)}: {exc.strerror}") from exc
-    if not durable:
-        return
-    dfd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(dfd)
-    finally:
-        os.close(dfd)
 
 
 def remove_stale_temps(state_dir: bytes) -> None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
-import shutil
 import stat
 import time
 from collections.abc import Iterator
@@ -22,6 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from buildtool import fsutil
 from buildtool.images.ui import Reporter
 
 # Never worth sending: VCS metadata and byte-compiled Python (their headers hold copy times).
@@ -72,7 +72,15 @@ def default_local_cache(workspace: Path, cache_home: Path) -> Path:
 
 
 def sync(workspace: Path, dest: Path) -> SyncResult:
-    """Make `dest` hold the same bytes as `workspace` (within the whitelist)."""
+    """Make `dest` hold the same bytes as `workspace` (within the whitelist).
+
+    Not shared with the cache's local-mode `buildtool.cache.local.sync` (only the writes are,
+    `buildtool.fsutil`): that one applies a plan from the blake3 scans behind its stamp, keeps
+    build outputs (non-inputs) in its copy and sets input mtimes to the stamp time T. Here there
+    is no stamp and no scan to trust: bytes and full mode are compared against the copy itself,
+    the copy is an exact mirror (empty folders included, strays removed), and every rewritten
+    file gets a fresh mtime, strictly newer than before, for BuildKit's size+mtime check.
+    """
     dockerignore = workspace / ".dockerignore"
     allowed = top_level_whitelist(dockerignore.read_text()) if dockerignore.is_file() else None
     dest.mkdir(parents=True, exist_ok=True)
@@ -90,9 +98,7 @@ def _sync_tree(src: Path, dst: Path, seen: set[Path], counts: dict[str, int]) ->
     st = src.lstat()
     seen.add(dst)
     if stat.S_ISDIR(st.st_mode):
-        if dst.is_symlink() or (dst.exists() and not dst.is_dir()):
-            dst.unlink()
-        dst.mkdir(exist_ok=True)
+        fsutil.ensure_dir(dst)
         for name in sorted(os.listdir(src)):
             if name in ALWAYS_SKIPPED or name.endswith(".pyc"):
                 continue
@@ -102,20 +108,22 @@ def _sync_tree(src: Path, dst: Path, seen: set[Path], counts: dict[str, int]) ->
         if dst.is_symlink() and os.readlink(dst) == target:
             counts["unchanged"] += 1
             return
-        _remove(dst)
-        os.symlink(target, dst)
+        fsutil.replace_symlink(dst, target, clear_dir=True)
         counts["written"] += 1
     elif stat.S_ISREG(st.st_mode):
         if _same_file(src, st, dst):
             counts["unchanged"] += 1
             return
         old_mtime_ns = dst.lstat().st_mtime_ns if dst.exists() and not dst.is_symlink() else 0
-        _remove(dst)
-        shutil.copyfile(src, dst)
-        os.chmod(dst, stat.S_IMODE(st.st_mode))
         # Strictly newer than what BuildKit saw, so its size+mtime check sends the new bytes.
         fresh = max(time.time_ns(), old_mtime_ns + 1_000_000_000)
-        os.utime(dst, ns=(fresh, fresh))
+        fsutil.replace_file(
+            dst,
+            _copy_from(src),
+            mode=stat.S_IMODE(st.st_mode),
+            times_ns=(fresh, fresh),
+            clear_dir=True,
+        )
         counts["written"] += 1
     # fifos, sockets and devices are not build inputs; they are left out
 
@@ -139,11 +147,13 @@ def _same_file(src: Path, st: os.stat_result, dst: Path) -> bool:
                 return True
 
 
-def _remove(path: Path) -> None:
-    if path.is_symlink() or path.is_file():
-        path.unlink()
-    elif path.is_dir():
-        shutil.rmtree(path)
+def _copy_from(src: Path) -> fsutil.Writer:
+    def write(out: int) -> None:
+        with src.open("rb") as handle:
+            while block := handle.read(1 << 20):
+                fsutil.write_all(out, block)
+
+    return write
 
 
 def _remove_unseen(dest: Path, seen: set[Path], counts: dict[str, int]) -> None:
@@ -151,7 +161,7 @@ def _remove_unseen(dest: Path, seen: set[Path], counts: dict[str, int]) -> None:
         for name in files + dirs:
             path = Path(root) / name
             if path not in seen:
-                _remove(path)
+                fsutil.remove_path(path)
                 counts["removed"] += 1
 
 
