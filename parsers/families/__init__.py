@@ -9,7 +9,9 @@ that is not implemented yet only fails when it is used, with a ConfigError sayin
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from types import ModuleType
+from typing import TypeVar
 
 from parsers.errors import ConfigError
 from parsers.families.base import AnyReasoningGrammar, AnyToolGrammar
@@ -27,6 +29,8 @@ FAMILY_MODULES: dict[str, str] = {
     "muse": "parsers.families.muse",
 }
 
+_G = TypeVar("_G")
+
 
 def _module(family: str) -> ModuleType:
     path = FAMILY_MODULES.get(family)
@@ -40,21 +44,22 @@ def _module(family: str) -> ModuleType:
         raise ConfigError(f"family {family!r} is not implemented yet ({path})") from err
 
 
+def _pick(kind: str, canonical: str, grammars: Mapping[str, _G]) -> _G:
+    try:
+        return grammars[canonical]
+    except KeyError:
+        raise ConfigError(f"{kind} parser {canonical!r} has no grammar yet") from None
+
+
 def tool_grammar(canonical: str) -> AnyToolGrammar:
     """The grammar of a canonical tool parser name (e.g. "hermes")."""
     entry = TOOL_PARSERS[canonical]
     grammars: dict[str, AnyToolGrammar] = _module(entry.family.key).TOOL_GRAMMARS
-    try:
-        return grammars[canonical]
-    except KeyError:
-        raise ConfigError(f"tool parser {canonical!r} has no grammar yet") from None
+    return _pick("tool", canonical, grammars)
 
 
 def reasoning_grammar(canonical: str) -> AnyReasoningGrammar:
     """The grammar of a canonical reasoning parser name (e.g. "qwen3")."""
     entry = REASONING_PARSERS[canonical]
     grammars: dict[str, AnyReasoningGrammar] = _module(entry.family.key).REASONING_GRAMMARS
-    try:
-        return grammars[canonical]
-    except KeyError:
-        raise ConfigError(f"reasoning parser {canonical!r} has no grammar yet") from None
+    return _pick("reasoning", canonical, grammars)
