@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from typing import Literal
 
 
 class MarkerSet:
@@ -61,6 +62,13 @@ class MarkerSet:
             return None
         m = self._re.match(text, pos)
         return m.group() if m else None
+
+    def starts_at(self, text: str, pos: int = 0) -> str | Literal[False] | None:
+        """The marker at `pos`; None if `text[pos:]` may still become one; False if not."""
+        m = self._re.match(text, pos) if self._re is not None else None
+        if m is not None:
+            return m.group()
+        return None if text[pos:] in self._prefixes else False
 
     def is_partial(self, tail: str) -> bool:
         """`tail` is a proper prefix of some marker (could still become one)."""

@@ -107,13 +107,9 @@ def _after_layout(text: str, tags: MarkerSet) -> tuple[int, str | Literal[False]
             return i, None  # may still become a literal `\\n`
         else:
             break
-    rest = text[i:]
-    if not rest:
+    if i == n:
         return i, None
-    tag = tags.match_at(rest, 0)
-    if tag is not None:
-        return i, tag
-    return i, (None if tags.is_partial(rest) else False)
+    return i, tags.starts_at(text, i)
 
 
 def _strip_name(raw: str) -> str:

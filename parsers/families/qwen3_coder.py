@@ -131,10 +131,8 @@ def _follow(text: str, at: int, final: bool, tags: MarkerSet) -> str | bool | No
         j += 1
     if j == len(text):
         return True if final else None
-    tag = tags.match_at(text, j)
-    if tag is not None:
-        return tag
-    return None if not final and tags.is_partial(text[j:]) else False
+    tag = tags.starts_at(text, j)
+    return False if final and tag is None else tag
 
 
 _PROBE_LEVELS = 3

@@ -237,10 +237,7 @@ class TagBuffer:
         blanks = len(self.text) - len(stripped)
         if not stripped:
             return blanks, None
-        tag = tags.match_at(stripped, 0)
-        if tag is not None:
-            return blanks, tag
-        return blanks, (None if tags.is_partial(stripped) else False)
+        return blanks, tags.starts_at(stripped)
 
     def rest(self) -> str:
         out, self.text = self.text, ""
@@ -252,10 +249,7 @@ class TagBuffer:
 
     def starts(self, tags: MarkerSet) -> str | Literal[False] | None:
         """The tag the buffer starts with; None if it may still become one; False if not."""
-        tag = tags.match_at(self.text, 0)
-        if tag is not None:
-            return tag
-        return None if tags.is_partial(self.text) else False
+        return tags.starts_at(self.text)
 
     def until(self, tags: MarkerSet, final: bool) -> tuple[str, str | None]:
         """Text before the first tag (consumed) and the tag (left in the buffer), or the safe
