@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -54,6 +57,28 @@ def run_helper(
             f"helper exited {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
         )
     return done
+
+
+def kill_helper_after(
+    seconds: float,
+    workspace: Path | bytes,
+    cache: Path | bytes,
+    command: Sequence[str],
+    *options: str,
+    env: Mapping[str, str] | None = None,
+) -> None:
+    """Start the real CLI and SIGKILL it with its build (its whole session) after `seconds`."""
+    child = subprocess.Popen(
+        helper_cmd(workspace, cache, command, *options),
+        env=dict(env) if env is not None else None,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(seconds)
+    with contextlib.suppress(ProcessLookupError):  # it may have finished already
+        os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
 
 
 def in_process(

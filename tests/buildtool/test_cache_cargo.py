@@ -110,9 +110,8 @@ def test_cargo_build_killed_then_resumed_equals_clean_build(
     tmp_path: Path, cargo_env: dict[str, str]
 ) -> None:
     import random
-    import signal
 
-    from cache_support import helper_cmd
+    from cache_support import kill_helper_after
 
     rng = random.Random(4242)
     target = tmp_path / "target"
@@ -121,16 +120,7 @@ def test_cargo_build_killed_then_resumed_equals_clean_build(
     run_helper(ws, target, ["cargo", "build"], env=env)
     for body, words in (("secnd", "two"), ("third", "thr")):
         checkout(ws, body, words)  # same sizes, new bytes
-        killed = subprocess.Popen(
-            helper_cmd(ws, target, ["cargo", "build"]),
-            env=env,
-            start_new_session=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        time.sleep(rng.uniform(0.3, 2.0))
-        os.killpg(killed.pid, signal.SIGKILL)
-        killed.wait()
+        kill_helper_after(rng.uniform(0.3, 2.0), ws, target, ["cargo", "build"], env=env)
         run_helper(ws, target, ["cargo", "build"], env=env)
         clean = tmp_path / f"clean-{body}"
         subprocess.run(

@@ -23,7 +23,6 @@ import os
 import py_compile
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -35,7 +34,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from cache_support import config, helper_cmd, in_process
+from cache_support import config, in_process, kill_helper_after
 
 SEQUENCES = int(os.environ.get("BUILDTOOL_HARNESS_SEQUENCES", "200"))
 SEED = int(os.environ.get("BUILDTOOL_HARNESS_SEED", "7100"))
@@ -288,16 +287,8 @@ def _mtimes(root: Path) -> dict[str, int]:
 
 def killed_build(ws: Path, cache: Path, kind: Kind, options: list[str], rng: random.Random) -> None:
     command = [sys.executable, "-B", str(SELF), "build", kind.name, ".", str(cache)]
-    child = subprocess.Popen(
-        helper_cmd(ws, cache, command, *options),
-        start_new_session=True,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    time.sleep(rng.uniform(0.1, 0.5))  # helper start-up is about 0.25 s of it
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(child.pid, signal.SIGKILL)
-    child.wait()
+    # helper start-up is about 0.25 s of it
+    kill_helper_after(rng.uniform(0.1, 0.5), ws, cache, command, *options)
 
 
 def run_sequence(seed: int, base: Path) -> list[str]:

@@ -5,13 +5,12 @@ from __future__ import annotations
 import os
 import random
 import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from cache_support import helper_cmd, leftovers, run_helper, write
+from cache_support import helper_cmd, kill_helper_after, leftovers, run_helper, write
 
 # recipes write in place and slowly, so a kill leaves half-written outputs newer than T
 MAKEFILE = """\
@@ -57,15 +56,7 @@ def test_sigkill_at_random_points_then_resume_equals_clean_build(tmp_path: Path)
         # new content of the same size, then a build killed somewhere in the middle
         words = [f"{chr(97 + rng.randrange(26))}{i}" for i in range(8)]
         project(ws, words)
-        killed = subprocess.Popen(
-            helper_cmd(ws, out, ["make", f"OUT={out}"]),
-            start_new_session=True,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        time.sleep(rng.uniform(0.0, 0.9))
-        os.killpg(killed.pid, signal.SIGKILL)
-        killed.wait()
+        kill_helper_after(rng.uniform(0.0, 0.9), ws, out, ["make", f"OUT={out}"])
         resumed = run_helper(ws, out, ["make", f"OUT={out}"])
         assert outputs(out) == clean_build(ws, tmp_path / "clean"), (round_, resumed.stderr)
         assert leftovers(out) == []
