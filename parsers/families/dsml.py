@@ -41,7 +41,14 @@ from parsers.families.base import (
     ScanResult,
     ToolGrammar,
 )
-from parsers.families.xmlargs import ArgsJson, RawValue, StringValue, TagBuffer, ValueSink
+from parsers.families.xmlargs import (
+    ArgsJson,
+    CollectedValue,
+    RawValue,
+    StringValue,
+    TagBuffer,
+    ValueSink,
+)
 from parsers.jsonstream import JsonValueReader, dumps
 from parsers.scan import MarkerSet
 
@@ -93,34 +100,26 @@ _VALUE_END = MarkerSet(
 _WRAPPERS = ("arguments", "input")
 
 
-class _Unwrap:
+class _Unwrap(CollectedValue):
     """A lone wrapper parameter (`arguments`/`input`) the tool does not declare: collected
     whole; its object is spliced in as the arguments when every key is declared."""
 
-    __slots__ = ("_args", "_declared", "_key", "_parts", "_string")
+    __slots__ = ("_args", "_declared", "_key", "_string")
 
     def __init__(self, args: ArgsJson, key: str, declared: frozenset[str], string: bool) -> None:
+        super().__init__()
         self._args = args
         self._key = key
         self._declared = declared
         self._string = string
-        self._parts: list[str] = []
-
-    def feed(self, raw: str) -> str:
-        if raw:
-            self._parts.append(raw)
-        return ""
 
     def end(self) -> str:
-        text = "".join(self._parts).strip(_BLANKS)
+        text = self.collected().strip(_BLANKS)
         value: Any = text if self._string else _json_or_text(text)
         inner = _json_or_text(value) if isinstance(value, str) else value
         if isinstance(inner, dict) and set(inner) <= self._declared:
             return "".join(self._args.key(k) + dumps(v) for k, v in inner.items())
         return self._args.key(self._key) + dumps(value)
-
-    def force_end(self) -> str:
-        return self.end()
 
 
 class DsmlScanner(CallScanner):

@@ -1,9 +1,10 @@
 """Key/value (XML-style) arguments -> canonical JSON, streamed (Qwen3-Coder, GLM, DSML).
 
 `ArgsJson` writes the object punctuation; `StringValue` streams one string value (trimming,
-entity decoding, JSON escaping, holding back only what may still change); `RawValue` collects
-a non-string value and converts it once complete. `TagBuffer` is the small text buffer the
-tag-driven scanners share: find the next of some tags, hold back a possible tag prefix.
+entity decoding, JSON escaping, holding back only what may still change); `RawValue` (a
+`CollectedValue`) collects a non-string value and converts it once complete. `TagBuffer` is
+the small text buffer the tag-driven scanners share: find the next of some tags, hold back a
+possible tag prefix.
 """
 
 from __future__ import annotations
@@ -176,10 +177,35 @@ class StringValue:
         return self.end()
 
 
-class RawValue:
+class CollectedValue:
+    """A value written only once complete: `feed` collects the raw text (writing nothing),
+    `end` (subclasses) writes it from `collected()`; at the end of output what arrived is
+    the value."""
+
+    __slots__ = ("_parts",)
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+
+    def feed(self, raw: str) -> str:
+        if raw:
+            self._parts.append(raw)
+        return ""
+
+    def collected(self) -> str:
+        return "".join(self._parts)
+
+    def end(self) -> str:
+        raise NotImplementedError
+
+    def force_end(self) -> str:
+        return self.end()
+
+
+class RawValue(CollectedValue):
     """Collects a non-string value; `end` converts it with `convert` and writes it."""
 
-    __slots__ = ("_convert", "_entities", "_parts", "_prefix", "_trim")
+    __slots__ = ("_convert", "_entities", "_prefix", "_trim")
 
     def __init__(
         self,
@@ -189,25 +215,17 @@ class RawValue:
         trim: Trim,
         entities: bool = False,
     ) -> None:
+        super().__init__()
         self._prefix = prefix
         self._convert = convert
         self._trim = trim
         self._entities = entities
-        self._parts: list[str] = []
-
-    def feed(self, raw: str) -> str:
-        if raw:
-            self._parts.append(raw)
-        return ""
 
     def end(self) -> str:
-        text = _trail(_lead("".join(self._parts), self._trim), self._trim)
+        text = _trail(_lead(self.collected(), self._trim), self._trim)
         if self._entities:
             text = decode_entities(text)
         return self._prefix + dumps(self._convert(text))
-
-    def force_end(self) -> str:
-        return self.end()
 
 
 ValueSink = StringValue | RawValue
