@@ -290,32 +290,16 @@ class MarkerMachine(FamilyMachine):
         while True:
             m = markers.search(data, pos)
             if m is None:
-                hold = n if final else markers.holdback(data, pos)
-                if strip_ws and not final:
-                    # blanks may precede a call start: they go with it
-                    while hold > pos and data[hold - 1] in _WS:
-                        hold -= 1
-                if quotes is not None:
-                    quotes.feed(data[fed:hold])
-                if hold > 0:
-                    events.append(Text(data[:hold], channel))
-                self._buf = data[hold:]
-                return ""
+                if final:
+                    return self._hold(data, n, pos, fed, False, events, channel)
+                hold = markers.holdback(data, pos)
+                return self._hold(data, hold, pos, fed, strip_ws, events, channel)
             start, end = m.start(), m.end()
             marker = m.group()
             if not final and n - start < markers.maxlen and markers.is_partial(data[start:]):
                 # a complete marker that a longer one may still extend (`<|channel>` and
                 # `<|channel>thought\n`): wait until the next characters decide
-                cut = start
-                if strip_ws:
-                    while cut > pos and data[cut - 1] in _WS:
-                        cut -= 1
-                if quotes is not None:
-                    quotes.feed(data[fed:cut])
-                if cut > 0:
-                    events.append(Text(data[:cut], channel))
-                self._buf = data[cut:]
-                return ""
+                return self._hold(data, start, pos, fed, strip_ws, events, channel)
             if quotes is not None:
                 quotes.feed(data[fed:start])
                 fed = start
@@ -349,6 +333,29 @@ class MarkerMachine(FamilyMachine):
                 self._mode = "content"
             # else: V2 with thinking off, a reasoning marker in the answer is removed
             return rest
+
+    def _hold(
+        self,
+        data: str,
+        cut: int,
+        pos: int,
+        fed: int,
+        strip_ws: bool,
+        events: list[Event],
+        channel: Channel,
+    ) -> str:
+        """`data[:cut]` is text, the rest waits for the next feed; with `strip_ws` the blanks
+        before `cut` (back to `pos`) wait too, since they may precede a call start. The quote
+        tracker has seen `data[:fed]`."""
+        if strip_ws:
+            while cut > pos and data[cut - 1] in _WS:
+                cut -= 1
+        if self._quotes is not None:
+            self._quotes.feed(data[fed:cut])
+        if cut > 0:
+            events.append(Text(data[:cut], channel))
+        self._buf = data[cut:]
+        return ""
 
     def _is_partial_open(self, text: str) -> bool:
         return any(o.startswith(text) and o != text for o in self._opens)
