@@ -13,6 +13,7 @@ from collections.abc import Callable
 from types import TracebackType
 
 from buildtool.cache.errors import CacheError, show
+from buildtool.flock import Taken, lock_exclusive
 
 LOCK_NAME = b"lock"
 
@@ -33,13 +34,6 @@ class CacheLock:
         self.clock = clock
         self.fd = -1
 
-    def _try(self) -> bool:
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False
-        return True
-
     def _holder(self) -> str:
         try:
             text = os.pread(self.fd, 64, 0).decode("ascii", "replace").strip()
@@ -52,20 +46,19 @@ class CacheLock:
             self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
         except OSError as exc:
             raise CacheError(f"cannot open lock file {show(self.path)}: {exc.strerror}") from exc
-        if not self._try():
-            self.say(f"waiting for the cache lock {show(self.path)}{self._holder()}")
-            deadline = self.clock() + self.timeout
-            pause = 0.02
-            while not self._try():
-                if self.clock() >= deadline:
-                    os.close(self.fd)
-                    self.fd = -1
-                    raise CacheError(
-                        f"timed out after {self.timeout:g} s waiting for the cache lock "
-                        f"{show(self.path)}"
-                    )
-                time.sleep(pause)
-                pause = min(pause * 2, 0.5)
+        taken = lock_exclusive(
+            self.fd,
+            lambda: self.say(f"waiting for the cache lock {show(self.path)}{self._holder()}"),
+            self.timeout,
+            self.clock,
+        )
+        if taken is Taken.TIMED_OUT:
+            os.close(self.fd)
+            self.fd = -1
+            raise CacheError(
+                f"timed out after {self.timeout:g} s waiting for the cache lock {show(self.path)}"
+            )
+        if taken is Taken.AFTER_WAITING:
             self.say("got the cache lock")
         # who holds it, for the next waiter's message
         os.ftruncate(self.fd, 0)

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from buildtool import fsutil
+from buildtool.flock import lock_exclusive
 from buildtool.images.ui import Reporter
 
 # Never worth sending: VCS metadata and byte-compiled Python (their headers hold copy times).
@@ -172,11 +173,10 @@ def locked(context_dir: Path, report: Reporter) -> Iterator[None]:
     context_dir.parent.mkdir(parents=True, exist_ok=True)
     lock_path = context_dir.with_name(context_dir.name + ".lock")
     with lock_path.open("a") as handle:
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            report.line(f"waiting for another build using {context_dir} ...")
-            fcntl.flock(handle, fcntl.LOCK_EX)
+        lock_exclusive(
+            handle.fileno(),
+            lambda: report.line(f"waiting for another build using {context_dir} ..."),
+        )
         try:
             yield
         finally:
