@@ -66,22 +66,26 @@ def _printable(value: str) -> str:
     return repr(value)
 
 
-def _utf8_problem(name: str, value: str, accepted: str) -> str | None:
+def _read_raw(
+    environ: Mapping[str, str], name: str, accepted: str
+) -> tuple[str | None, str | None]:
+    """(value, problem) of variable `name`: None value when unset, empty (counts as unset) or
+    not UTF-8 (then the problem says so)."""
+    raw = environ.get(name)
+    if raw is None or raw == "":
+        return None, None
     try:
-        value.encode("utf-8")
+        raw.encode("utf-8")
     except UnicodeEncodeError:
         # os.environ decodes undecodable bytes as lone surrogates (surrogateescape).
-        return f"{name}={_printable(value)} is not valid UTF-8; accepted values: {accepted}"
-    return None
+        return None, f"{name}={_printable(raw)} is not valid UTF-8; accepted values: {accepted}"
+    return raw, None
 
 
 def _read_version(environ: Mapping[str, str]) -> tuple[Version | None, str | None]:
     """(value, problem). None value means unset; an empty string counts as unset."""
-    raw = environ.get(VERSION_VAR)
-    if raw is None or raw == "":
-        return None, None
-    problem = _utf8_problem(VERSION_VAR, raw, VERSION_ACCEPTED)
-    if problem:
+    raw, problem = _read_raw(environ, VERSION_VAR, VERSION_ACCEPTED)
+    if raw is None:
         return None, problem
     if raw == "auto":
         return "auto", None
@@ -100,11 +104,8 @@ def _read_version(environ: Mapping[str, str]) -> tuple[Version | None, str | Non
 
 
 def _read_alias(environ: Mapping[str, str]) -> tuple[bool | None, str | None]:
-    raw = environ.get(ALIAS_VAR)
-    if raw is None or raw == "":
-        return None, None
-    problem = _utf8_problem(ALIAS_VAR, raw, ALIAS_ACCEPTED)
-    if problem:
+    raw, problem = _read_raw(environ, ALIAS_VAR, ALIAS_ACCEPTED)
+    if raw is None:
         return None, problem
     if raw.lower() in _ALIAS_TRUE:
         return True, None
