@@ -32,11 +32,32 @@ INVOKE_CLOSE = "</atem:invoke>"
 PARAM_PREFIX = "<atem:parameter"
 PARAM_CLOSE = "</atem:parameter>"
 
-_INVOKE_TAG = re.compile(r"""<atem:invoke\s+name\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)')\s*>""")
-_PARAM_TAG = re.compile(r"""<atem:parameter\s+name\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)')\s*>""")
+
+def _name_tag(element: str) -> re.Pattern[str]:
+    """`<atem:ELEMENT name="N">` (or `'N'`): N is group 1 or 2 (`_tag_name`)."""
+    return re.compile(rf"""<atem:{element}\s+name\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)')\s*>""")
+
+
+_INVOKE_TAG = _name_tag("invoke")
+_PARAM_TAG = _name_tag("parameter")
 _MAX_TAG = 512  # a tag longer than this is not a tag (bounds the hold-back)
 _JSON_START = frozenset('{["-0123456789tfn')
 _WS = frozenset(" \t\r\n")
+
+
+def _name_tag_at(
+    buf: str, tag: re.Pattern[str], final: bool
+) -> re.Match[str] | Literal[False] | None:
+    """The complete named tag at the start of `buf` (which starts with its prefix); False:
+    wait, its `>` may still come; None: it is not that tag."""
+    end = buf.find(">")
+    if end == -1:
+        return False if len(buf) < _MAX_TAG and not final else None
+    return tag.match(buf, 0, end + 1)
+
+
+def _tag_name(match: re.Match[str]) -> str:
+    return match.group(1) if match.group(1) is not None else match.group(2)
 
 
 def value_json(raw: str) -> str:
@@ -136,10 +157,9 @@ class AtemScanner:
             self._buf = buf[len(tag) :]
             return True
         if tag == INVOKE_PREFIX:
-            end = buf.find(">")
-            if end == -1 and len(buf) < _MAX_TAG and not final:
+            match = _name_tag_at(buf, _INVOKE_TAG, final)
+            if match is False:
                 return False
-            match = _INVOKE_TAG.match(buf, 0, end + 1) if end != -1 else None
             if match is None:
                 self._text(buf[: len(INVOKE_PREFIX)])
                 self._buf = buf[len(INVOKE_PREFIX) :]
@@ -148,7 +168,7 @@ class AtemScanner:
             self._buf = buf[match.end() :]
             self._mode = "invoke"
             self._params = 0
-            self._name = match.group(1) if match.group(1) is not None else match.group(2)
+            self._name = _tag_name(match)
             self._committed = False
             return True
         self._text("<")
@@ -199,13 +219,12 @@ class AtemScanner:
             self._mode = "top"
             return True
         if tag == PARAM_PREFIX:
-            end = buf.find(">")
-            if end == -1 and len(buf) < _MAX_TAG and not final:
+            match = _name_tag_at(buf, _PARAM_TAG, final)
+            if match is False:
                 return False
-            match = _PARAM_TAG.match(buf, 0, end + 1) if end != -1 else None
             if match is not None:
                 self._commit()
-                key = match.group(1) if match.group(1) is not None else match.group(2)
+                key = _tag_name(match)
                 self._invoke_raw += match.group(0)
                 self._buf = buf[match.end() :]
                 sep = "," if self._params else ""
