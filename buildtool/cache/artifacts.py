@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-import shutil
 import stat
 from collections.abc import Callable, Iterable
 
 from buildtool.cache.errors import CacheError, show
+from buildtool.fsutil import remove_path
 
 
 def newest_mtime(
@@ -68,9 +68,6 @@ def clear(path: bytes, keep: bytes | None) -> None:
                 if child != keep:
                     clear(child, keep)
                 continue
-            if os.path.isdir(child) and not os.path.islink(child):
-                shutil.rmtree(child)
-            else:
-                os.unlink(child)
+            remove_path(child)
     except OSError as exc:
         raise CacheError(f"cannot clear {show(path)}: {exc.strerror}") from exc

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from buildtool import fsutil
 from buildtool.images import base, client, context, local, wheelhouse
 from buildtool.images.build import BuildOptions, ImageResult, build_env, build_one, check_options
 from buildtool.images.engine import Engine, connect
@@ -66,7 +67,8 @@ def cached_python_version(engine: Engine, image: str, cache_dir: Path) -> str:
         return known
     version = base_python_version(engine, image)
     cache_dir.mkdir(parents=True, exist_ok=True)
-    memo.write_text(version + "\n")
+    # atomically: a memo torn by a kill would otherwise be trusted as the version
+    fsutil.replace_file(memo, (version + "\n").encode())
     return version
 
 
