@@ -33,7 +33,6 @@ from typing import Any
 
 from parsers.families.base import (
     CallArgs,
-    CallBegin,
     CallContext,
     CallEnd,
     CallScanner,
@@ -48,6 +47,8 @@ from parsers.families.xmlargs import (
     StringValue,
     TagBuffer,
     ValueSink,
+    begin_call,
+    end_call,
 )
 from parsers.jsonstream import JsonValueReader, dumps
 from parsers.scan import MarkerSet
@@ -208,13 +209,12 @@ class DsmlScanner(CallScanner):
             self._json = None
             self._in_call = False
             return
-        if self._sink is not None:
+        sink = self._sink
+        if sink is not None:
             self._call_raw.append(self._buf.text)
-            self._sink.feed(self._buf.rest())
-            events.append(CallArgs(self._sink.force_end()))
+            sink.feed(self._buf.rest())
             self._sink = None
-        events.append(CallArgs(ArgsJson.close()))
-        events.append(CallEnd(False, "".join(self._call_raw)))
+        end_call(events, sink, complete=False, raw="".join(self._call_raw))
         self._in_call = False
 
     def _end_invoke(self, events: list[Event]) -> None:
@@ -313,8 +313,7 @@ class DsmlScanner(CallScanner):
                     self._name = attrs["name"]
                     self._args = ArgsJson()
                     self._calls += 1
-                    events.append(CallBegin(self._name))
-                    events.append(CallArgs(ArgsJson.open()))
+                    begin_call(events, self._name)
                     self._state = "invoke"
                 elif closing and name == self._block:
                     if self._calls == 0:

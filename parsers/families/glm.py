@@ -17,9 +17,7 @@ from parsers.families.base import (
     AnyReasoningGrammar,
     AnyToolGrammar,
     CallArgs,
-    CallBegin,
     CallContext,
-    CallEnd,
     CallScanner,
     Event,
     ReasoningGrammar,
@@ -33,7 +31,9 @@ from parsers.families.xmlargs import (
     TagBuffer,
     Trim,
     ValueSink,
+    begin_call,
     decode_entities,
+    end_call,
 )
 from parsers.scan import MarkerSet
 from parsers.schema import convert_value, is_string_type, primary_type
@@ -172,20 +172,19 @@ class GlmScanner(CallScanner):
         if not self._committed:
             return ScanResult([], "reject", "".join(self._fed))
         events = res.events
+        sink = None
         if self._state in ("value", "pending"):
-            if self._sink is None and self._pending is not None:
-                self._sink = StringValue(self._pending.prefix, trim=_TRIM, entities=True)
-            if self._sink is not None:
-                self._sink.feed(self._buf.rest())
-                events.append(CallArgs(self._sink.force_end()))
-        events.append(CallArgs(ArgsJson.close()))
-        events.append(CallEnd(False, self._raw()))
+            sink = self._sink
+            if sink is None and self._pending is not None:
+                sink = StringValue(self._pending.prefix, trim=_TRIM, entities=True)
+            if sink is not None:
+                sink.feed(self._buf.rest())
+        end_call(events, sink, complete=False, raw=self._raw())
         return ScanResult(events, "done")
 
     def _abort(self, events: list[Event]) -> ScanResult:
         """Malformed after the call went out: close it; the rest is content."""
-        events.append(CallArgs(ArgsJson.close()))
-        events.append(CallEnd(False, self._raw()))
+        end_call(events, complete=False, raw=self._raw())
         return ScanResult(events, "done", self._buf.rest())
 
     def _run(self, final: bool) -> ScanResult:
@@ -208,8 +207,7 @@ class GlmScanner(CallScanner):
                     return ScanResult([], "reject", "".join(self._fed))
                 buf.take(limit)
                 self._name = name
-                events.append(CallBegin(name))
-                events.append(CallArgs(ArgsJson.open()))
+                begin_call(events, name)
                 self._committed = True
                 self._state = "body"
             elif st == "body":
@@ -220,8 +218,7 @@ class GlmScanner(CallScanner):
                     return self._abort(events)
                 buf.take(blanks + len(tag))
                 if tag == TOOL_CALL_END:
-                    events.append(CallArgs(ArgsJson.close()))
-                    events.append(CallEnd())
+                    end_call(events)
                     return ScanResult(events, "done", buf.rest())
                 self._state = "key"
             elif st == "key":

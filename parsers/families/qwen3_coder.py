@@ -17,16 +17,22 @@ from typing import Any
 
 from parsers.families.base import (
     CallArgs,
-    CallBegin,
     CallContext,
-    CallEnd,
     CallScanner,
     Event,
     ScanResult,
     ToolGrammar,
 )
 from parsers.families.hermes import HermesScanner
-from parsers.families.xmlargs import ArgsJson, RawValue, StringValue, TagBuffer, ValueSink
+from parsers.families.xmlargs import (
+    ArgsJson,
+    RawValue,
+    StringValue,
+    TagBuffer,
+    ValueSink,
+    begin_call,
+    end_call,
+)
 from parsers.scan import MarkerSet
 from parsers.schema import convert_by_type, convert_value, primary_type, schema_types
 
@@ -343,11 +349,8 @@ class Qwen3CoderScanner(CallScanner):
         return ScanResult([], "reject", "".join(self._fed))
 
     def _close(self, events: list[Event], complete: bool) -> None:
-        if self._sink is not None:
-            events.append(CallArgs(self._sink.force_end()))
-            self._sink = None
-        events.append(CallArgs(ArgsJson.close()))
-        events.append(CallEnd(complete, "" if complete else self._raw()))
+        end_call(events, self._sink, complete=complete, raw="" if complete else self._raw())
+        self._sink = None
         self._state = "after"
 
     def feed(self, text: str) -> ScanResult:
@@ -408,8 +411,7 @@ class Qwen3CoderScanner(CallScanner):
                 buf.take(end + 1)
                 self._name = name
                 self._args = ArgsJson()
-                events.append(CallBegin(name))
-                events.append(CallArgs(ArgsJson.open()))
+                begin_call(events, name)
                 self._committed = True
                 self._state = "body"
             elif st == "body":

@@ -14,6 +14,7 @@ import re
 from collections.abc import Callable
 from typing import Any, Literal
 
+from parsers.families.base import CallArgs, CallBegin, CallEnd, Event
 from parsers.jsonstream import dumps, escape_text
 from parsers.scan import MarkerSet
 
@@ -229,6 +230,27 @@ class RawValue(CollectedValue):
 
 
 ValueSink = StringValue | RawValue
+
+
+def begin_call(events: list[Event], name: str) -> None:
+    """A key/value call goes out: its name, then the `{` of its arguments."""
+    events.append(CallBegin(name))
+    events.append(CallArgs(ArgsJson.open()))
+
+
+def end_call(
+    events: list[Event],
+    sink: StringValue | CollectedValue | None = None,
+    *,
+    complete: bool = True,
+    raw: str = "",
+) -> None:
+    """Close a key/value call: the open value `sink` (if any) ends with what it has, then the
+    `}`; `raw` is the call's text for a force-closed (`complete=False`) call."""
+    if sink is not None:
+        events.append(CallArgs(sink.force_end()))
+    events.append(CallArgs(ArgsJson.close()))
+    events.append(CallEnd(complete, raw))
 
 
 class TagBuffer:
