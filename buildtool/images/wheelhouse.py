@@ -211,17 +211,24 @@ def prepare(spec: WheelhouseSpec, report: Reporter, pip: Sequence[str] | None = 
                         f"`{name['name']}=={name['version']}` so the wheelhouse is reproducible"
                     )
             files_by_group[group] = files
-        # Replace the wheelhouse in one move so a failed download never leaves a half-made one.
-        fresh = Path(tmp) / "out"
-        fresh.mkdir()
+        # Fill a sibling folder, stamp it last, then swap it in by renames: a failed download
+        # or a kill at any point never leaves a half-made wheelhouse that looks up to date.
+        fresh = spec.directory.with_name(f".{spec.directory.name}.new")
+        stale = spec.directory.with_name(f".{spec.directory.name}.old")
+        for leftover in (fresh, stale):
+            if leftover.exists():
+                shutil.rmtree(leftover)
+        fresh.mkdir(parents=True)
         for group, files in files_by_group.items():
             for path in files:
                 shutil.copy2(path, fresh / path.name)
             (fresh / f"{group}.txt").write_text("\n".join(requirement_lines(files)) + "\n")
         (fresh / "inputs.sha256").write_text(digest + "\n")
         if spec.directory.exists():
-            shutil.rmtree(spec.directory)
-        shutil.copytree(fresh, spec.directory)
+            spec.directory.rename(stale)
+        fresh.rename(spec.directory)
+        if stale.exists():
+            shutil.rmtree(stale)
     count = len(list(spec.directory.glob("*.whl")))
     report.line(f"wheelhouse {spec.directory}: {count} wheels, hash-pinned")
     return True
