@@ -31,6 +31,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+from buildtool.isolation import metadata_cache
 from buildtool.isolation.child import ChildRequest, run_and_exit
 
 _WARMUP_TEST = """
@@ -203,6 +204,7 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's business
     root = args.project_root.resolve()
     try:
+        metadata_cache.install()  # the warm-up session fills it; children start from it
         warm_up()
         preload(args.preload, root)
         imported = project_modules(root)
