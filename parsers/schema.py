@@ -94,6 +94,23 @@ def _integer(text: str) -> int | float | None:
     return num
 
 
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if math.isinf(value) or math.isnan(value):
+        raise ValueError(text)
+    return value
+
+
+def _no_constant(text: str) -> Any:
+    raise ValueError(text)
+
+
+def loads_finite(text: str) -> Any:
+    """`json.loads` that refuses what JSON output cannot carry (`1e999`, `NaN`, `Infinity`):
+    raises ValueError, so callers keep the text as written and arguments stay valid JSON."""
+    return json.loads(text, parse_float=_finite_float, parse_constant=_no_constant)
+
+
 def _finite(value: Any) -> bool:
     """No inf/NaN anywhere in `value` (JSON cannot carry them: `1e999`, `NaN`)."""
     if isinstance(value, float):

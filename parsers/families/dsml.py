@@ -25,8 +25,6 @@ before), otherwise its text is content.
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -52,6 +50,7 @@ from parsers.families.xmlargs import (
 )
 from parsers.jsonstream import JsonValueReader, dumps
 from parsers.scan import MarkerSet
+from parsers.schema import loads_finite
 
 BAR = "\uff5c"
 TOKEN = f"{BAR}DSML{BAR}"
@@ -61,22 +60,11 @@ _TAG = re.compile(rf"<(/?){re.escape(TOKEN)}\s*([A-Za-z_]+)\s*([^>]*)>")
 _MAX_TAG = 512
 
 
-def _finite(text: str) -> float:
-    value = float(text)
-    if math.isinf(value) or math.isnan(value):
-        raise ValueError(text)
-    return value
-
-
-def _no_constant(text: str) -> Any:
-    raise ValueError(text)
-
-
 def _json_or_text(text: str) -> Any:
     """JSON, else the text. Values JSON cannot carry (`1e999`, `NaN`, `Infinity`) keep the
     text as written, so the arguments stay valid JSON (as vLLM does)."""
     try:
-        return json.loads(text, parse_float=_finite, parse_constant=_no_constant)
+        return loads_finite(text)
     except ValueError:
         return text
 

@@ -36,7 +36,7 @@ from parsers.families.xmlargs import (
     end_call,
 )
 from parsers.scan import MarkerSet
-from parsers.schema import convert_value, is_string_type, primary_type
+from parsers.schema import convert_value, is_string_type, loads_finite, primary_type
 
 TOOL_CALL = "<tool_call>"
 TOOL_CALL_END = "</tool_call>"
@@ -55,8 +55,9 @@ _TRIM: Trim = "newlines"
 
 
 def _json_or_text(text: str) -> Any:
+    """JSON, else the text; values JSON cannot carry (`1e999`, `NaN`) keep the text."""
     try:
-        return json.loads(text)
+        return loads_finite(text)
     except ValueError:
         pass
     if '\\"' in text:
@@ -65,7 +66,7 @@ def _json_or_text(text: str) -> Any:
         try:
             inner = json.loads('"' + text + '"')
             if isinstance(inner, str):
-                return json.loads(inner)
+                return loads_finite(inner)
         except ValueError:
             pass
     return text

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from parser_check import calls, run, tool
 
@@ -168,3 +170,14 @@ def test_v2_streams_string_value_v1_whole() -> None:
 
 def test_glm45_is_an_alias_of_glm47() -> None:
     assert calls(parse(call47("f"), tool_parser="glm45", generation=2)) == [("f", {})]
+
+
+@pytest.mark.parametrize("generation", [1, 2])
+@pytest.mark.parametrize("value", ["[1e999]", "NaN", '{"x": Infinity}'])
+def test_values_json_cannot_carry_keep_their_text(generation: int, value: str) -> None:
+    """`[1e999]` parses in Python as [inf], which no JSON reader accepts back: the arguments
+    must stay valid JSON, so the value keeps its text (as DSML does)."""
+    text = f"<tool_call>f<arg_key>a</arg_key><arg_value>{value}</arg_value></tool_call>"
+    msg = parse(text, tool_parser="glm47", generation=generation)
+    (call,) = msg.tool_calls
+    assert json.loads(call.arguments) == {"a": value}
