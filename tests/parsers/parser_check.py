@@ -6,7 +6,7 @@ import json
 import re
 from typing import Any
 
-from parsers import ParsedMessage, parse, stream
+from parsers import ParsedMessage, StreamParser, parse, stream
 from parsers.ids import counter_ids
 
 ROUTE = {1: "legacy_jail", 2: "parser_v2"}
@@ -30,6 +30,21 @@ def run(text: str, gen: int | None, **kw: Any) -> ParsedMessage:
         == batch
     )
     return batch
+
+
+def call_deltas_by_chunk(
+    chunks: list[str], gen: int, **kw: Any
+) -> list[tuple[int, str | None, str | None]]:
+    """Feed `chunks` (then finish) and list each tool-call delta as (chunk index, name,
+    arguments fragment); asserts the route of `gen`. Shows *when* a call goes out."""
+    parser = StreamParser(generation=gen, id_factory=counter_ids(), **kw)
+    seen: list[tuple[int, str | None, str | None]] = []
+    for n, chunk in enumerate([*chunks, None]):
+        deltas = parser.feed(chunk) if chunk is not None else parser.finish()
+        for d in deltas:
+            seen += [(n, c.name, c.arguments) for c in d.tool_calls]
+    assert parser.route == ROUTE[gen]
+    return seen
 
 
 def calls(msg: ParsedMessage) -> list[tuple[str, Any]]:

@@ -10,8 +10,9 @@ import json
 from typing import Any
 
 import pytest
+from parser_check import call_deltas_by_chunk
 
-from parsers import StreamParser, parse, stream
+from parsers import parse, stream
 from parsers.families.kimi_k2 import parse_call_id
 from parsers.ids import counter_ids
 from parsers.types import ParsedMessage
@@ -303,14 +304,7 @@ def test_cut_inside_the_call_header_is_content(gen: int) -> None:
 def test_v2_streams_arguments_before_the_call_ends_v1_sends_it_whole() -> None:
     head = SB + "<|tool_call_begin|>functions.search:0<|tool_call_argument_begin|>"
     chunks = [head, '{"query": "rust', " programming", '", "n": 5', "}", "<|tool_call_end|>", SE]
-    seen: dict[int, list[tuple[int, str | None, str | None]]] = {1: [], 2: []}
-    for gen in GENS:
-        p = StreamParser(tool_parser=T, generation=gen, id_factory=counter_ids())
-        for n, chunk in enumerate([*chunks, None]):
-            deltas = p.feed(chunk) if chunk is not None else p.finish()
-            for d in deltas:
-                seen[gen] += [(n, c.name, c.arguments) for c in d.tool_calls]
-        assert p.route == ROUTE[gen]
+    seen = {gen: call_deltas_by_chunk(chunks, gen, tool_parser=T) for gen in GENS}
     # V2: the name right after the header, string text as it arrives, the number (with its key)
     # once complete
     assert seen[2] == [

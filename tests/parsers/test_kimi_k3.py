@@ -10,8 +10,9 @@ import json
 from typing import Any
 
 import pytest
+from parser_check import call_deltas_by_chunk
 
-from parsers import StreamParser, parse, stream
+from parsers import parse, stream
 from parsers.families.kimi_k3 import decode_attr, parse_attrs
 from parsers.ids import counter_ids
 from parsers.types import ParsedMessage
@@ -348,14 +349,7 @@ def test_v2_streams_arguments_before_the_call_ends_v1_sends_it_whole() -> None:
         cl("call"),
         cl("tools") + END,
     ]
-    seen: dict[int, list[tuple[int, str | None, str | None]]] = {1: [], 2: []}
-    for gen in GENS:
-        p = StreamParser(tool_parser=K, generation=gen, prompt=PLAIN, id_factory=counter_ids())
-        for n, chunk in enumerate([*chunks, None]):
-            deltas = p.feed(chunk) if chunk is not None else p.finish()
-            for d in deltas:
-                seen[gen] += [(n, c.name, c.arguments) for c in d.tool_calls]
-        assert p.route == ROUTE[gen]
+    seen = {gen: call_deltas_by_chunk(chunks, gen, tool_parser=K, prompt=PLAIN) for gen in GENS}
     # V2: the name once the call marker is complete, string text as it arrives, the number
     # (with its key) once its channel closes
     assert seen[2] == [
