@@ -86,13 +86,9 @@ class EngineStream:
             if batch:  # events decoded before the bad one are delivered, then the error
                 yield batch
             raise
-        except httpx.TimeoutException:
-            raise EngineError(
-                504, f"engine sent nothing for {self._timeout:g}s", "engine_timeout"
-            ) from None
         except httpx.TransportError as exc:
-            raise EngineError(
-                502, f"engine closed the stream before finishing ({exc!r})", "engine_stream_closed"
+            raise _transport_failure(
+                exc, self._timeout, "engine closed the stream before finishing"
             ) from None
         if batch:
             yield batch
@@ -103,6 +99,13 @@ class EngineStream:
 
     async def aclose(self) -> None:
         await self._response.aclose()
+
+
+def _transport_failure(exc: httpx.TransportError, read_timeout: float, what: str) -> EngineError:
+    """A timeout is a 504 (the engine went silent); any other transport failure a 502."""
+    if isinstance(exc, httpx.TimeoutException):
+        return EngineError(504, f"engine sent nothing for {read_timeout:g}s", "engine_timeout")
+    return EngineError(502, f"{what} ({exc!r})", "engine_stream_closed")
 
 
 def _json(data: str) -> Any:
@@ -150,14 +153,8 @@ class EngineClient:
             raise EngineError(
                 503, f"engine unreachable at {self.base_url} ({exc!r})", "engine_unavailable"
             ) from None
-        except httpx.TimeoutException:
-            raise EngineError(
-                504, f"engine sent nothing for {self.timeouts.read:g}s", "engine_timeout"
-            ) from None
         except httpx.TransportError as exc:
-            raise EngineError(
-                502, f"engine connection failed ({exc!r})", "engine_stream_closed"
-            ) from None
+            raise _transport_failure(exc, self.timeouts.read, "engine connection failed") from None
         if response.status_code != 200:
             try:
                 raw = await response.aread()
@@ -182,13 +179,9 @@ class EngineClient:
         response = await self._send(request)
         try:
             raw = await response.aread()
-        except httpx.TimeoutException:
-            raise EngineError(
-                504, f"engine sent nothing for {self.timeouts.read:g}s", "engine_timeout"
-            ) from None
         except httpx.TransportError as exc:
-            raise EngineError(
-                502, f"engine closed the connection ({exc!r})", "engine_stream_closed"
+            raise _transport_failure(
+                exc, self.timeouts.read, "engine closed the connection"
             ) from None
         finally:
             with anyio.CancelScope(shield=True):  # also when the client went away
