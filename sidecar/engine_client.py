@@ -1,21 +1,28 @@
-"""HTTP I/O with the engine: one pooled async client, errors mapped to `EngineError`."""
+"""HTTP I/O with the engine: one pooled client (`sidecar.http1`), errors mapped to `EngineError`."""
 
 from __future__ import annotations
 
 import json
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Protocol
 
-import anyio
-import httpx
-
+from sidecar import http1
 from sidecar.config import Timeouts
 from sidecar.engines.base import EngineAdapter, EngineEvent, EngineRequest, malformed
 from sidecar.errors import EngineError
 from sidecar.sse import DONE, SSEDecoder
 
 log = logging.getLogger("sidecar.engine")
+_JSON = (("content-type", "application/json"),)
+
+
+class Body(Protocol):
+    """A response body being received (`http1.Response`)."""
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]: ...
+
+    async def aclose(self) -> None: ...
 
 
 def _error_message(body: bytes) -> str:
@@ -39,7 +46,7 @@ def _error_message(body: bytes) -> str:
 class EngineStream:
     """An open streamed engine response; iterate it for events, always `aclose()` it."""
 
-    def __init__(self, response: httpx.Response, adapter: EngineAdapter, timeout: float):
+    def __init__(self, response: Body, adapter: EngineAdapter, timeout: float):
         self._response = response
         self._decoder = adapter.decoder()
         self._timeout = timeout
@@ -86,7 +93,7 @@ class EngineStream:
             if batch:  # events decoded before the bad one are delivered, then the error
                 yield batch
             raise
-        except httpx.TransportError as exc:
+        except http1.HTTPError as exc:
             raise _transport_failure(
                 exc, self._timeout, "engine closed the stream before finishing"
             ) from None
@@ -101,10 +108,13 @@ class EngineStream:
         await self._response.aclose()
 
 
-def _transport_failure(exc: httpx.TransportError, read_timeout: float, what: str) -> EngineError:
-    """A timeout is a 504 (the engine went silent); any other transport failure a 502."""
-    if isinstance(exc, httpx.TimeoutException):
+def _transport_failure(exc: http1.HTTPError, read_timeout: float, what: str) -> EngineError:
+    """A timeout is a 504 (the engine went silent); bytes that are not HTTP a malformed
+    response (502); any other transport failure a 502 too."""
+    if isinstance(exc, http1.ReadTimeout):
         return EngineError(504, f"engine sent nothing for {read_timeout:g}s", "engine_timeout")
+    if isinstance(exc, http1.ProtocolError):
+        return malformed(str(exc))
     return EngineError(502, f"{what} ({exc!r})", "engine_stream_closed")
 
 
@@ -120,10 +130,8 @@ class EngineClient:
         self.base_url = base_url.rstrip("/")
         self.adapter = adapter
         self.timeouts = timeouts
-        self._client = httpx.AsyncClient(
-            base_url=self.base_url,
-            timeout=httpx.Timeout(timeouts.read, connect=timeouts.connect),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=256),
+        self._client = http1.Client(
+            self.base_url, connect_timeout=timeouts.connect, read_timeout=timeouts.read
         )
 
     async def aclose(self) -> None:
@@ -131,43 +139,46 @@ class EngineClient:
 
     async def healthy(self) -> bool:
         try:
-            response = await self._client.get(
-                self.adapter.health_path, timeout=self.timeouts.health
+            response = await self._client.request(
+                "GET", self.adapter.health_path, timeout=self.timeouts.health
             )
-        except httpx.HTTPError:
-            return False
-        return response.status_code == 200
-
-    async def _send(self, request: EngineRequest) -> httpx.Response:
-        body = self.adapter.build_body(request)
-        req = self._client.build_request("POST", self.adapter.generate_path, json=body)
-        try:
             try:
-                response = await self._client.send(req, stream=True)
-            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
-                # A pooled keep-alive connection the engine closed as we reused it (the
-                # engine never got the request): one retry, which opens a new connection.
-                log.info("engine dropped a pooled connection; retrying once")
-                response = await self._client.send(req, stream=True)
-        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+                await response.read()
+            finally:
+                await response.aclose()
+        except http1.HTTPError:
+            return False
+        return response.status == 200
+
+    async def _send(self, request: EngineRequest) -> http1.Response:
+        # Compact JSON, non-ASCII kept, no NaN (what httpx's `json=` sent).
+        body = json.dumps(
+            self.adapter.build_body(request),
+            ensure_ascii=False,
+            separators=(",", ":"),
+            allow_nan=False,
+        ).encode()
+        try:
+            response = await self._client.request("POST", self.adapter.generate_path, body, _JSON)
+        except http1.ConnectError as exc:
             raise EngineError(
                 503, f"engine unreachable at {self.base_url} ({exc!r})", "engine_unavailable"
             ) from None
-        except httpx.TransportError as exc:
+        except http1.HTTPError as exc:
             raise _transport_failure(exc, self.timeouts.read, "engine connection failed") from None
-        if response.status_code != 200:
+        if response.status != 200:
             try:
-                raw = await response.aread()
-            except httpx.HTTPError:
+                raw = await response.read()
+            except http1.HTTPError:
                 raw = b""
             finally:
                 await response.aclose()
             message = _error_message(raw)
-            log.warning("engine answered HTTP %s: %s", response.status_code, message)
-            if 400 <= response.status_code < 500:
+            log.warning("engine answered HTTP %s: %s", response.status, message)
+            if 400 <= response.status < 500:
                 raise EngineError(400, f"engine rejected the request: {message}", "engine_rejected")
             raise EngineError(
-                502, f"engine answered HTTP {response.status_code}: {message}", "engine_error"
+                502, f"engine answered HTTP {response.status}: {message}", "engine_error"
             )
         return response
 
@@ -178,14 +189,15 @@ class EngineClient:
     async def complete(self, request: EngineRequest) -> EngineEvent:
         response = await self._send(request)
         try:
-            raw = await response.aread()
-        except httpx.TransportError as exc:
+            raw = await response.read()
+        except http1.HTTPError as exc:
             raise _transport_failure(
                 exc, self.timeouts.read, "engine closed the connection"
             ) from None
         finally:
-            with anyio.CancelScope(shield=True):  # also when the client went away
-                await response.aclose()
+            # No await inside: also runs to the end when the client went away (cancelled),
+            # closing an unfinished connection, which cancels the generation in the engine.
+            await response.aclose()
         event = self.adapter.decode_response(_json(raw.decode("utf-8", "replace")))
         if event.finish_reason is None:
             raise malformed("response has no finish reason")

@@ -8,7 +8,6 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-import httpx
 import pytest
 
 from parsers.plan import ParsePlan
@@ -312,21 +311,25 @@ def test_templates_are_sandboxed() -> None:
         template.render([{"role": "user", "content": "x"}], [], thinking=False)
 
 
-class _Chunks(httpx.AsyncByteStream):
+class _Chunks:
+    """A response body arriving in `chunks` (the `engine_client.Body` interface)."""
+
     def __init__(self, chunks: list[bytes]) -> None:
         self.chunks = chunks
 
-    async def __aiter__(self) -> AsyncIterator[bytes]:
+    async def aiter_bytes(self) -> AsyncIterator[bytes]:
         for chunk in self.chunks:
             yield chunk
+
+    async def aclose(self) -> None:
+        pass
 
 
 def _engine_batches(chunks: list[bytes]) -> tuple[list[list[str]], EngineError | None]:
     """Run EngineStream.batches over a response whose body arrives in `chunks`."""
 
     async def run() -> tuple[list[list[str]], EngineError | None]:
-        response = httpx.Response(200, stream=_Chunks(chunks))
-        stream = EngineStream(response, VLLMAdapter(), 1.0)
+        stream = EngineStream(_Chunks(chunks), VLLMAdapter(), 1.0)
         got: list[list[str]] = []
         try:
             async for batch in stream.batches():

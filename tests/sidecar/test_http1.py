@@ -1,0 +1,474 @@
+"""The engine HTTP client (`sidecar.http1`) against real loopback servers speaking raw bytes.
+
+Each test runs a scripted asyncio TCP server: per accepted connection, a handler reads
+requests and writes exactly the bytes under test (framing, keep-alive, closes, garbage).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import pytest
+
+from sidecar import http1
+
+Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[None]]
+
+
+class Server:
+    """A loopback TCP server; `handler(reader, writer, connection_number)` per connection."""
+
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.connections = 0
+        self.requests: list[bytes] = []
+        self.closed_by_client = asyncio.Event()
+
+    async def __aenter__(self) -> Server:
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        self.url = f"http://127.0.0.1:{self.server.sockets[0].getsockname()[1]}"
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self.connections += 1
+        try:
+            await self.handler(reader, writer, self.connections)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    async def read_request(self, reader: asyncio.StreamReader) -> bytes | None:
+        """One request (head + content-length body); None when the client closed."""
+        try:
+            head = await reader.readuntil(b"\r\n\r\n")
+        except asyncio.IncompleteReadError:
+            self.closed_by_client.set()
+            return None
+        length = 0
+        for line in head.split(b"\r\n"):
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":")[1])
+        request = head + await reader.readexactly(length)
+        self.requests.append(request)
+        return request
+
+
+def run(coro: Awaitable[Any]) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, 20))  # type: ignore[arg-type]
+
+
+def client(url: str, read_timeout: float = 5.0) -> http1.Client:
+    return http1.Client(url, connect_timeout=2.0, read_timeout=read_timeout)
+
+
+OK = b"HTTP/1.1 200 OK\r\ncontent-length: 5\r\n\r\nhello"
+
+
+def answer_each(*responses: bytes) -> Callable[[Server], Handler]:
+    """A handler answering the n-th request on a connection with responses[n]."""
+
+    def make(server: Server) -> Handler:
+        async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, n: int) -> None:
+            for response in responses:
+                if await server.read_request(r) is None:
+                    return
+                w.write(response)
+                await w.drain()
+            await server.read_request(r)  # hold the connection until the client closes
+
+        return handler
+
+    return make
+
+
+async def with_server(make: Callable[[Server], Handler], body: Any) -> Any:
+    server = Server(lambda r, w, n: asyncio.sleep(0))
+    server.handler = make(server)
+    async with server:
+        return await body(server)
+
+
+def test_request_bytes_and_content_length_body() -> None:
+    async def body(server: Server) -> tuple[int, bytes, str | None]:
+        c = client(server.url + "/base/")
+        response = await c.request("POST", "/v1/x", b'{"a":1}', [("content-type", "json")])
+        data = await response.read()
+        await response.aclose()
+        await c.aclose()
+        return response.status, data, response.head.get("content-length")
+
+    make = answer_each(OK)
+    status, data, length = run(with_server(make, body))
+    assert (status, data, length) == (200, b"hello", "5")
+
+
+def test_request_is_written_whole() -> None:
+    async def body(server: Server) -> bytes:
+        c = client(server.url + "/base")
+        response = await c.request("POST", "/v1/x", b'{"a":1}', [("content-type", "json")])
+        await response.read()
+        await c.aclose()
+        return server.requests[0]
+
+    request = run(with_server(answer_each(OK), body))
+    head, _, payload = request.partition(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    assert lines[0] == b"POST /base/v1/x HTTP/1.1"  # the URL's path prefixes every request
+    assert b"content-length: 7" in lines and b"content-type: json" in lines
+    assert any(line.startswith(b"host: 127.0.0.1:") for line in lines)
+    assert payload == b'{"a":1}'
+
+
+def test_chunked_body_with_extensions_and_trailers_arrives_in_pieces() -> None:
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, n: int) -> None:
+        while await server.read_request(r) is not None:
+            w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5;ext=1\r\nhel")
+            await w.drain()
+            await asyncio.sleep(0.05)
+            w.write(b"lo\r\n1A\r\n" + b"z" * 26 + b"\r\n0\r\nx-trailer: 1\r\n\r\n")
+            await w.drain()
+
+    async def body() -> tuple[list[bytes], int]:
+        c = client(server.url)
+        response = await c.request("GET", "/")
+        pieces = [piece async for piece in response.aiter_bytes()]
+        await response.aclose()
+        again = await c.request("GET", "/")  # the connection went back to the pool
+        assert await again.read() == b"hello" + b"z" * 26
+        await c.aclose()
+        return pieces, server.connections
+
+    server = Server(handler)
+
+    async def main() -> tuple[list[bytes], int]:
+        async with server:
+            return await body()
+
+    pieces, connections = run(main())
+    assert b"".join(pieces) == b"hello" + b"z" * 26
+    assert pieces[0] == b"hel"  # delivered as it arrived, before the rest was sent
+    assert connections == 1
+
+
+def test_close_delimited_body_is_read_to_the_end_and_not_reused() -> None:
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, n: int) -> None:
+        await server.read_request(r)
+        w.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\npart one, ")
+        await w.drain()
+        await asyncio.sleep(0.05)
+        w.write(b"part two")
+        await w.drain()
+
+    server = Server(handler)
+
+    async def main() -> tuple[bytes, bytes, int]:
+        async with server:
+            c = client(server.url)
+            first = await c.request("GET", "/")
+            data = await first.read()
+            second = await c.request("GET", "/")
+            data2 = await second.read()
+            await c.aclose()
+            return data, data2, server.connections
+
+    data, data2, connections = run(main())
+    assert data == data2 == b"part one, part two"
+    assert connections == 2
+
+
+def test_keep_alive_connection_is_reused_and_connection_close_is_not() -> None:
+    closing = b"HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: 2\r\n\r\nok"
+
+    async def main() -> tuple[int, int]:
+        async with Server(lambda r, w, n: asyncio.sleep(0)) as server:
+            server.handler = answer_each(OK, OK, OK)(server)
+            c = client(server.url)
+            for _ in range(3):
+                response = await c.request("GET", "/")
+                assert await response.read() == b"hello"
+                await response.aclose()
+            reused = server.connections
+            await c.aclose()
+        async with Server(lambda r, w, n: asyncio.sleep(0)) as server:
+            server.handler = answer_each(closing, closing)(server)
+            c = client(server.url)
+            for _ in range(2):
+                response = await c.request("GET", "/")
+                assert await response.read() == b"ok"
+            await c.aclose()
+            return reused, server.connections
+
+    assert run(main()) == (1, 2)
+
+
+def test_stale_pooled_connection_is_retried_once_on_a_new_connection() -> None:
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, n: int) -> None:
+        if n == 1:  # answers one request, then drops the connection when the next arrives
+            await server.read_request(r)
+            w.write(OK)
+            await w.drain()
+            await server.read_request(r)
+            return
+        while await server.read_request(r) is not None:
+            w.write(OK)
+            await w.drain()
+
+    server = Server(handler)
+
+    async def main() -> tuple[bytes, int, int]:
+        async with server:
+            c = client(server.url)
+            first = await c.request("POST", "/", b"1")
+            await first.read()
+            second = await c.request("POST", "/", b"2")
+            data = await second.read()
+            await c.aclose()
+            return data, server.connections, len(server.requests)
+
+    data, connections, requests = run(main())
+    assert data == b"hello"
+    assert connections == 2 and requests == 3  # sent on the stale one, then once more
+
+
+def test_a_new_connection_closed_before_answering_is_not_retried() -> None:
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, n: int) -> None:
+        await server.read_request(r)  # then close without a response
+
+    server = Server(handler)
+
+    async def main() -> tuple[type[BaseException], int]:
+        async with server:
+            c = client(server.url)
+            with pytest.raises(http1.RemoteClosed) as info:
+                await c.request("POST", "/", b"x")
+            await c.aclose()
+            return info.type, server.connections
+
+    assert run(main()) == (http1.RemoteClosed, 1)
+
+
+def test_read_timeouts_on_head_and_on_body() -> None:
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, n: int) -> None:
+        await server.read_request(r)
+        if n == 2:
+            w.write(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nabc")
+            await w.drain()
+        await asyncio.sleep(30)
+
+    server = Server(handler)
+
+    async def main() -> tuple[str, bytes, str, bool]:
+        async with server:
+            c = client(server.url, read_timeout=0.2)
+            with pytest.raises(http1.ReadTimeout) as head_timeout:
+                await c.request("GET", "/")
+            response = await c.request("GET", "/")
+            pieces = response.aiter_bytes()
+            first = await anext(pieces)
+            with pytest.raises(http1.ReadTimeout) as body_timeout:
+                await anext(pieces)
+            await response.aclose()
+            await c.aclose()
+            return str(head_timeout.value), first, str(body_timeout.value), not c._idle
+
+    head, first, body, pool_empty = run(main())
+    assert "0.2s" in head and "0.2s" in body
+    assert first == b"abc"
+    assert pool_empty  # a response cut short never goes back to the pool
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b"garbage\r\n\r\n",
+        b"HTTP/2 200 OK\r\n\r\n",
+        b"HTTP/1.1 2x0 OK\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\ncontent-length: five\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\ncontent-length: 1\r\ncontent-length: 2\r\n\r\nab",
+    ],
+)
+def test_malformed_responses_are_protocol_errors(reply: bytes) -> None:
+    async def main(server: Server) -> None:
+        c = client(server.url)
+        with pytest.raises(http1.ProtocolError):
+            await c.request("GET", "/")
+        await c.aclose()
+
+    run(with_server(answer_each(reply), main))
+
+
+def test_bad_chunk_framing_is_a_protocol_error() -> None:
+    replies = [
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n",
+        b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nabc\r\n0\r\n\r\n",
+    ]
+
+    async def main(server: Server) -> None:
+        c = client(server.url)
+        for _ in replies:
+            response = await c.request("GET", "/")
+            with pytest.raises(http1.ProtocolError):
+                await response.read()
+            await response.aclose()
+        await c.aclose()
+
+    async def handler_main() -> None:
+        server = Server(lambda r, w, n: asyncio.sleep(0))
+        server.handler = lambda r, w, n: answer_each(replies[n - 1])(server)(r, w, n)
+        async with server:
+            await main(server)
+
+    run(handler_main())
+
+
+def test_connection_closed_inside_the_body() -> None:
+    async def main(server: Server) -> str:
+        c = client(server.url)
+        response = await c.request("GET", "/")
+        with pytest.raises(http1.RemoteClosed) as info:
+            await response.read()
+        await c.aclose()
+        return str(info.value)
+
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, n: int) -> None:
+        await server.read_request(r)
+        w.write(b"HTTP/1.1 200 OK\r\ncontent-length: 100\r\n\r\nshort")
+
+    server = Server(handler)
+
+    async def outer() -> str:
+        async with server:
+            return await main(server)
+
+    assert "95 body bytes missing" in run(outer())
+
+
+def test_interim_responses_are_skipped_and_empty_bodies_done() -> None:
+    reply = (
+        b"HTTP/1.1 100 Continue\r\n\r\n"
+        b"HTTP/1.1 204 No Content\r\n\r\n"
+    )  # fmt: skip
+
+    async def main(server: Server) -> tuple[int, bytes, int]:
+        c = client(server.url)
+        response = await c.request("POST", "/", b"x")
+        data = await response.read()
+        again = await c.request("POST", "/", b"y")  # 204 has no body: connection reusable
+        await again.aclose()
+        await c.aclose()
+        return response.status, data, server.connections
+
+    assert run(with_server(answer_each(reply, reply), main)) == (204, b"", 1)
+
+
+def test_closing_an_unread_response_closes_its_connection() -> None:
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, n: int) -> None:
+        await server.read_request(r)
+        w.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n")
+        await w.drain()
+        await server.read_request(r)  # sees EOF when the client gives up
+
+    server = Server(handler)
+
+    async def main() -> tuple[bool, int]:
+        async with server:
+            c = client(server.url)
+            response = await c.request("GET", "/")
+            assert await anext(response.aiter_bytes()) == b"abc"
+            await response.aclose()
+            await asyncio.wait_for(server.closed_by_client.wait(), 5)
+            second = await c.request("GET", "/")  # a new connection, not the abandoned one
+            await second.aclose()
+            await c.aclose()
+            return server.closed_by_client.is_set(), server.connections
+
+    assert run(main()) == (True, 2)
+
+
+def test_cancelled_read_leaves_nothing_in_the_pool() -> None:
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, n: int) -> None:
+        await server.read_request(r)
+        w.write(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nab")
+        await w.drain()
+        await server.read_request(r)
+
+    server = Server(handler)
+
+    async def main() -> tuple[bool, bool]:
+        async with server:
+            c = client(server.url)
+            response = await c.request("GET", "/")
+
+            async def consume() -> None:
+                try:
+                    await response.read()
+                finally:
+                    await response.aclose()
+
+            task = asyncio.create_task(consume())
+            await asyncio.sleep(0.05)
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            await asyncio.wait_for(server.closed_by_client.wait(), 5)
+            await c.aclose()
+            return server.closed_by_client.is_set(), not c._idle
+
+    assert run(main()) == (True, True)
+
+
+def test_connect_errors() -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # bound, not listening: refused
+
+        async def main() -> str:
+            c = client(f"http://127.0.0.1:{port}")
+            with pytest.raises(http1.ConnectError) as info:
+                await c.request("GET", "/")
+            return str(info.value)
+
+        assert f"127.0.0.1:{port}" in run(main())
+
+
+def test_expired_idle_connections_are_not_reused(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def main(server: Server) -> int:
+        c = client(server.url)
+        first = await c.request("GET", "/")
+        await first.read()
+        monkeypatch.setattr(http1, "KEEPALIVE_EXPIRY", 0.0)
+        second = await c.request("GET", "/")
+        await second.read()
+        await c.aclose()
+        return server.connections
+
+    assert run(with_server(answer_each(OK, OK), main)) == 2
+
+
+def test_pure_parsing_helpers() -> None:
+    assert http1.parse_status_line(b"HTTP/1.0 404 Not Found\r\n") == (404, "Not Found", True)
+    assert http1.parse_status_line(b"HTTP/1.1 200\r\n") == (200, "", False)
+    assert http1.parse_header_line(b"Content-Type:  a/b \r\n") == ("content-type", "a/b")
+    assert http1.parse_chunk_size(b"1f;name=v\r\n") == 31
+    for bad in (b"\r\n", b"-1\r\n", b"0x10\r\n", b"g\r\n"):
+        with pytest.raises(http1.ProtocolError):
+            http1.parse_chunk_size(bad)
+    head = http1.Head(200, "OK", (("transfer-encoding", "gzip, chunked"),))
+    assert http1.body_framing("GET", head) == ("chunked", 0)
+    assert http1.body_framing("HEAD", head) == ("none", 0)
+    old = http1.Head(200, "OK", (("content-length", "3"),), http10=True)
+    assert not http1.keeps_alive(old, "length")
+    kept = http1.Head(200, "OK", (("connection", "Keep-Alive"), ("content-length", "3")), True)
+    assert http1.keeps_alive(kept, "length")
+    assert http1.Origin.from_url("https://[::1]/p/").host_header == "[::1]"
+    assert http1.Origin.from_url("http://h:8000/p/") == http1.Origin("http", "h", 8000, "/p")
+    with pytest.raises(ValueError):
+        http1.Origin.from_url("ftp://h")
