@@ -73,6 +73,8 @@ class StreamParser:
             )
         self.plan = plan
         self._engine = Engine(plan, id_factory=id_factory)
+        # the engine's per-chunk function itself: no call layer per chunk (see Engine)
+        self.feed = self._engine.feed  # type: ignore[method-assign]
 
     @property
     def route(self) -> str:
@@ -84,10 +86,13 @@ class StreamParser:
         return self._engine.finish_reason
 
     def feed(self, chunk: str) -> list[Delta]:
+        """The deltas for the next chunk (each instance binds the engine's, see `__init__`)."""
         return self._engine.feed(chunk)
 
     def finish(self, reason: str = "stop") -> list[Delta]:
-        return self._engine.finish(reason)
+        deltas = self._engine.finish(reason)
+        self.feed = self._engine.feed  # type: ignore[method-assign]
+        return deltas
 
 
 class Aggregate:

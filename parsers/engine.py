@@ -15,11 +15,9 @@ from parsers.families.base import (
     ToolGrammar,
 )
 from parsers.ids import IdFactory, new_call_id
-from parsers.machine import MarkerMachine
+from parsers.machine import PIECE, MarkerMachine
 from parsers.plan import ParsePlan
 from parsers.types import Delta
-
-_PIECE = 2048
 
 
 class PassThrough(FamilyMachine):
@@ -64,33 +62,39 @@ class Engine:
         )
         self.finish_reason: str | None = None
         self._finished = False
-        self._push = self._emitter.push
-        # the marker machine's feed-to-deltas with its fast paths; None after finish.
+        # `feed` is an instance attribute: the marker machine's own chunk-to-deltas function
+        # with its fast paths (no call layer in between: a few-character feed is mostly such
+        # fixed costs), else the general `_feed`; after finish `_feed`, which raises.
         # fast_paths=False: every feed takes the general path (tests compare the two)
         machine = self._machine
-        self._deltas = machine.deltas if fast_paths and isinstance(machine, MarkerMachine) else None
+        if fast_paths and isinstance(machine, MarkerMachine):
+            self.feed = machine.fast_feed(self._emitter, self._feed)  # type: ignore[method-assign,assignment]
+        else:
+            self.feed = self._feed  # type: ignore[method-assign]
 
-    def feed(self, text: str) -> list[Delta]:
-        deltas = self._deltas
-        if deltas is not None and len(text) <= _PIECE:
-            return deltas(text, self._push)
+    def feed(self, chunk: str) -> list[Delta]:
+        """The deltas for the next chunk (each instance binds its own, see `__init__`)."""
+        return self._feed(chunk)
+
+    def _feed(self, chunk: str) -> list[Delta]:
+        text = chunk
         if self._finished:
             raise RuntimeError("feed() after finish()")
-        if len(text) <= _PIECE:
+        if len(text) <= PIECE:
             return self._emitter.push(self._machine.feed(text)) if text else []
         # A long text goes through in bounded pieces: a machine may copy "the rest of this
         # chunk" once per marker, which must not make one huge chunk quadratic. Chunk
         # invariance makes the result the same.
         out: list[Delta] = []
-        for i in range(0, len(text), _PIECE):
-            out += self._emitter.push(self._machine.feed(text[i : i + _PIECE]))
+        for i in range(0, len(text), PIECE):
+            out += self._emitter.push(self._machine.feed(text[i : i + PIECE]))
         return out
 
     def finish(self, reason: str = "stop") -> list[Delta]:
         if self._finished:
             return []
         self._finished = True
-        self._deltas = None
+        self.feed = self._feed  # type: ignore[method-assign]
         deltas = self._emitter.push(self._machine.finish(reason))
         self.finish_reason = "tool_calls" if self._emitter.calls else reason
         return deltas

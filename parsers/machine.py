@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from functools import partial
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from parsers.families.base import (
     CallContext,
@@ -39,9 +39,14 @@ from parsers.plan import ParsePlan
 from parsers.scan import MarkerSet, QuoteTracker
 from parsers.types import Delta, content_delta, reasoning_delta
 
+if TYPE_CHECKING:
+    from parsers.emit import Emitter
+
 Mode = Literal["content", "reasoning", "call", "jail"]
+PIECE = 2048  # the longest chunk a machine is fed at once (the engine cuts longer ones)
 _WS = " \t\r\n"
 _BLANKS = " \t\r"  # blanks that do not change quote state (a newline does)
+_new = object.__new__
 
 
 class MarkerMachine(FamilyMachine):
@@ -115,6 +120,8 @@ class MarkerMachine(FamilyMachine):
         self._jail_end = MarkerSet(())
         self._jail_tail = ""  # last characters of the jail, to find an end marker across chunks
         self._jail_factory: Callable[[], CallScanner] | None = None
+        self._push: Callable[[list[Event]], list[Delta]] = _no_push
+        self._general: Callable[[str], list[Delta]] = _no_feed
         self._plain_re = self._plain_state()
 
     # -- public --
@@ -126,18 +133,62 @@ class MarkerMachine(FamilyMachine):
         self._plain_re = self._plain_state()
         return events
 
-    def deltas(self, text: str, push: Callable[[list[Event]], list[Delta]]) -> list[Delta]:
+    def fast_feed(
+        self, emitter: Emitter, general: Callable[[str], list[Delta]]
+    ) -> Callable[[str], list[Delta]]:
+        """The chunk-to-deltas function with the streaming fast paths (`deltas`) for this
+        machine's `emitter`; `general` is `emitter.push(feed(text))` with its checks (a
+        finished engine, a chunk longer than `PIECE`)."""
+        self._push = emitter.push
+        self._general = general
+        return self.deltas
+
+    def deltas(self, chunk: str) -> list[Delta]:
         """`push(feed(text))` (`push`: the Emitter's), with the per-feed work of the common
         streaming cases cut short: in plain prose, a chunk without any character that can
         start a marker is emitted as it is (the quote tracker sees it), only trailing blanks
         held back (they may precede a call start) — what `_scan_text` does with it, without the
         event and emitter round trip (one Text is one Delta); a marker prefix still arriving
         stays held back; in a call region the chunk goes straight to the scanner. Per
-        few-character feed, that round trip is most of the cost.
+        few-character feed, that round trip is most of the cost. (`chunk`: the name
+        `StreamParser.feed` gives its argument, since this function is bound as it.)
         """
-        if not text:
-            return []
+        text = chunk
         rx = self._plain_re
+        if rx is not None and rx.search(text) is None and 0 < len(text) <= PIECE:
+            # the commonest chunk: prose without a character that matters, after nothing or
+            # after one blank held back (blanks may precede a call start)
+            buf = self._buf
+            if not buf or buf == " ":
+                if buf:
+                    text = " " + text
+                if self._starts and text[-1] in _BLANKS:
+                    body = text.rstrip(_BLANKS)
+                    self._buf = text[len(body) :]
+                    if not body:
+                        return []
+                    text = body
+                elif buf:
+                    self._buf = ""
+                quotes = self._quotes
+                if quotes is not None:
+                    if quotes.sq_pending or quotes.ticks:
+                        quotes.feed(text)
+                    else:
+                        quotes.prev = text[-1]  # what feed() does with such text
+                d = _new(Delta)  # built like types.content_delta, inline (per-feed hot path)
+                fields = d.__dict__
+                if self._mode == "content":
+                    fields["content"] = text
+                    fields["reasoning_content"] = None
+                else:
+                    fields["content"] = None
+                    fields["reasoning_content"] = text
+                fields["tool_calls"] = []
+                return [d]
+        if not text or len(text) > PIECE:
+            return self._general(text)
+        push = self._push
         if rx is not None:
             buf = self._buf
             # plain: not even a quote, backtick or newline (nor in held-back blanks)
@@ -451,3 +502,11 @@ def _parse_region(lead: str, region: str, scanner: CallScanner) -> tuple[list[Ev
     if status == "reject" or not any(isinstance(e, CallEnd) and e.complete for e in evs):
         return [Text(lead + region)], ""
     return evs, rest
+
+
+def _no_push(events: list[Event]) -> list[Delta]:
+    raise RuntimeError("deltas() before fast_feed()")
+
+
+def _no_feed(text: str) -> list[Delta]:
+    raise RuntimeError("deltas() before fast_feed()")

@@ -79,6 +79,23 @@ def test_stream_parser_lifecycle_and_delta_shape() -> None:
     assert "".join(d.content or "" for d in deltas) == "Hi"
 
 
+def test_feed_takes_its_argument_by_name_and_refuses_after_finish() -> None:
+    """`feed` is bound per instance to the engine's chunk function (no call layer per chunk):
+    it still takes `chunk=` and raises after `finish`, in every route and machine kind."""
+    for kw in (
+        {"tool_parser": "hermes", "generation": 2},  # marker machine, fast paths
+        {"tool_parser": "hermes", "generation": 1},
+        {"tool_parser": "kimi_k3", "generation": 2},  # channel machine
+        {},  # pass-through
+    ):
+        p = StreamParser(**kw)  # type: ignore[arg-type]
+        got = p.feed(chunk="Hi there") + p.feed(chunk="") + p.finish()
+        text = "".join((d.content or "") + (d.reasoning_content or "") for d in got)
+        assert text == "Hi there", kw  # (Kimi K3 output starts in reasoning)
+        with pytest.raises(RuntimeError, match="after finish"):
+            p.feed(chunk="more")
+
+
 def test_v1_deltas_carry_whole_calls() -> None:
     p = StreamParser(tool_parser="hermes", generation=1)
     deltas = [d for ch in CALL for d in p.feed(ch)] + p.finish()
