@@ -9,11 +9,10 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
-from starlette.requests import ClientDisconnect, Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from parsers.api import StreamParser
@@ -21,10 +20,21 @@ from parsers.errors import InvalidRequest
 from parsers.plan import ParsePlan
 from parsers.policy import plan_request, resolve_thinking
 from sidecar import sse
+from sidecar.asgi import (
+    SSE_TYPE,
+    ASGIApp,
+    ClientDisconnect,
+    DisconnectWatch,
+    Receive,
+    Scope,
+    Send,
+    read_body,
+    send_json,
+)
 from sidecar.chat import Accumulator, ChunkFactory, chunks_for, completion
 from sidecar.config import SidecarConfig
 from sidecar.engine_client import EngineClient, EngineStream
-from sidecar.engines.base import EngineAdapter, EngineEvent, EngineRequest, Usage
+from sidecar.engines.base import EngineAdapter, EngineRequest, Usage
 from sidecar.errors import INTERNAL_ERROR, APIError, EngineError, envelope
 from sidecar.guided import guided_schema
 from sidecar.metrics import Metrics
@@ -34,27 +44,12 @@ from sidecar.request import ChatRequest, decode_body, parse_chat_request
 
 log = logging.getLogger("sidecar")
 ROUTE_HEADER = "x-parser-route"
+ROUTE_HEADER_BYTES = ROUTE_HEADER.encode()
 
 
 def error_response(error: APIError, route: str | None = None) -> JSONResponse:
     headers = {ROUTE_HEADER: route} if route else None
     return JSONResponse(error.body(), status_code=error.status, headers=headers)
-
-
-async def read_body(request: Request, limit: int) -> bytes:
-    too_large = APIError(
-        413, f"request body exceeds the limit of {limit} bytes", code="request_too_large"
-    )
-    declared = request.headers.get("content-length")
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise too_large
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise too_large
-        chunks.append(chunk)
-    return b"".join(chunks)
 
 
 class Sidecar:
@@ -89,12 +84,13 @@ class Sidecar:
 
     # -- endpoints ------------------------------------------------------------------------
 
-    async def chat_completions(self, request: Request) -> Response:
+    async def chat_completions(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """`POST /v1/chat/completions`, as a plain ASGI handler (see `sidecar.asgi`)."""
         started = time.perf_counter()
         route: str | None = None
         stream = False
         try:
-            raw = await read_body(request, self.config.max_body_bytes)
+            raw = await read_body(scope, receive, self.config.max_body_bytes)
             chat, plan, engine_request = self.prepare(raw)
             route, stream = plan.route, chat.stream
             self.metrics.route(route)
@@ -106,21 +102,22 @@ class Sidecar:
             )
             if chat.stream:
                 engine_stream = await self.engine.open_stream(engine_request)
-                return StreamingResponse(
-                    self._stream(engine_stream, parser_for(plan), factory, started),
-                    media_type="text/event-stream",
-                    headers={ROUTE_HEADER: route, "cache-control": "no-cache"},
+                await self._stream(
+                    receive, send, engine_stream, parser_for(plan), factory, started, route
                 )
-            event = await self._complete(request, engine_request)
-            if event is None:  # the client went away: the engine request was cancelled
+                return
+            with DisconnectWatch(receive) as watch:
+                event = await self.engine.complete(engine_request)
+            if watch.gone:  # the engine request was cancelled (its connection closed)
                 self.metrics.done(499, time.perf_counter() - started, False, "client_disconnected")
-                return Response(status_code=499)
+                return
             message = parse_whole(plan, event.text, event.finish_reason or "stop")
             body = completion(
                 factory.id, factory.created, factory.model, message, event.usage, event.stop_reason
             )
             self.metrics.done(200, time.perf_counter() - started, stream=False)
-            return JSONResponse(body, headers={ROUTE_HEADER: route})
+            await send_json(send, 200, body, [(ROUTE_HEADER_BYTES, route.encode())])
+            return
         except InvalidRequest as exc:
             error = APIError(400, exc.message, param=exc.param, code=exc.code)
         except APIError as exc:
@@ -129,52 +126,60 @@ class Sidecar:
             error = exc.to_api_error()
         except ClientDisconnect:
             self.metrics.done(499, time.perf_counter() - started, stream, "client_disconnected")
-            return Response(status_code=499)
+            return
         except Exception:
             log.exception("unexpected error serving a chat completion")
             error = INTERNAL_ERROR
         self.metrics.done(error.status, time.perf_counter() - started, stream, error.code)
-        return error_response(error, route)
-
-    async def _complete(
-        self, request: Request, engine_request: EngineRequest
-    ) -> EngineEvent | None:
-        """The engine's whole answer, or None when the client disconnects first.
-
-        Starlette does not watch for disconnects on non-streamed responses, so the request's
-        ASGI channel is watched here and the engine call cancelled (its connection closed).
-        """
-        result: list[EngineEvent] = []
-        failure: list[Exception] = []
-        async with anyio.create_task_group() as group:
-
-            async def call() -> None:
-                try:
-                    result.append(await self.engine.complete(engine_request))
-                except Exception as exc:  # re-raised below, unwrapped from the task group
-                    failure.append(exc)
-                group.cancel_scope.cancel()
-
-            async def watch() -> None:
-                while (await request.receive())["type"] != "http.disconnect":
-                    pass
-                group.cancel_scope.cancel()
-
-            group.start_soon(call)
-            group.start_soon(watch)
-        if failure:
-            raise failure[0]
-        return result[0] if result else None
+        headers = [(ROUTE_HEADER_BYTES, route.encode())] if route else None
+        await send_json(send, error.status, error.body(), headers)
 
     async def _stream(
+        self,
+        receive: Receive,
+        send: Send,
+        engine_stream: EngineStream,
+        parser: StreamParser,
+        factory: ChunkFactory,
+        started: float,
+        route: str,
+    ) -> None:
+        status, code = 200, None
+        try:
+            with DisconnectWatch(receive) as watch:
+                await send(
+                    {
+                        "type": "http.response.start",
+                        "status": 200,
+                        "headers": [
+                            SSE_TYPE,
+                            (b"cache-control", b"no-cache"),
+                            (ROUTE_HEADER_BYTES, route.encode()),
+                        ],
+                    }
+                )
+                async for data in self._events(engine_stream, parser, factory, started):
+                    if isinstance(data, APIError):
+                        status, code = data.status, data.code
+                        continue
+                    await send({"type": "http.response.body", "body": data, "more_body": True})
+                await send({"type": "http.response.body", "body": b""})
+            if watch.gone:  # the client went away: the engine stream is closed below
+                status, code = 499, "client_disconnected"
+        finally:
+            await engine_stream.aclose()  # no await inside: completes even when cancelled
+            self.metrics.done(status, time.perf_counter() - started, True, code)
+
+    async def _events(
         self,
         engine_stream: EngineStream,
         parser: StreamParser,
         factory: ChunkFactory,
         started: float,
-    ) -> AsyncIterator[bytes]:
+    ) -> AsyncIterator[bytes | APIError]:
+        """The SSE bytes to send, per engine network read; an `APIError` item records the
+        failure the stream reports in-band (its event is among the bytes)."""
         acc = Accumulator()
-        status, code = 200, None
         first_token = True
         reason = "stop"
         stop_reason: str | int | None = None
@@ -201,7 +206,7 @@ class Sidecar:
                 log.warning("engine failed mid-stream: %s", exc.message)
                 tail = [sse.encode(c) for c in chunks_for(factory, acc, parser.finish("length"))]
                 error = exc.to_api_error()
-                status, code = error.status, error.code
+                yield error
                 yield b"".join([*tail, sse.encode(error.body()), sse.DONE_BYTES])
                 return
             tail = [sse.encode(c) for c in chunks_for(factory, acc, parser.finish(reason))]
@@ -211,18 +216,10 @@ class Sidecar:
             if factory.include_usage and usage is not None:
                 tail.append(sse.encode(factory.usage(usage)))
             yield b"".join([*tail, sse.DONE_BYTES])
-        except anyio.get_cancelled_exc_class():
-            status, code = 499, "client_disconnected"  # the client went away: stop the engine
-            raise
         except Exception:
             log.exception("unexpected error while streaming a chat completion")
-            status, code = INTERNAL_ERROR.status, INTERNAL_ERROR.code
-            yield sse.encode(INTERNAL_ERROR.body())
-            yield sse.DONE_BYTES
-        finally:
-            with anyio.CancelScope(shield=True):
-                await engine_stream.aclose()
-            self.metrics.done(status, time.perf_counter() - started, True, code)
+            yield INTERNAL_ERROR
+            yield sse.encode(INTERNAL_ERROR.body()) + sse.DONE_BYTES
 
     async def models(self, request: Request) -> Response:
         card = {
@@ -258,7 +255,36 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return JSONResponse(body, status_code=exc.status_code, headers=exc.headers)
 
 
-def build_app(config: SidecarConfig, adapter: EngineAdapter, template: ChatTemplate) -> Starlette:
+class _Endpoint:
+    """A plain ASGI handler as a Starlette endpoint (a bare method would get a `Request`)."""
+
+    def __init__(self, handler: ASGIApp) -> None:
+        self.handler = handler
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.handler(scope, receive, send)
+
+
+class SidecarApp:
+    """The ASGI app: `POST /v1/chat/completions` straight to the plain handler, everything
+    else (the other endpoints, 404/405s, lifespan) through Starlette."""
+
+    def __init__(self, sidecar: Sidecar, starlette: Starlette) -> None:
+        self.sidecar = sidecar
+        self.starlette = starlette
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] == "http"
+            and scope["path"] == "/v1/chat/completions"
+            and scope["method"] == "POST"
+        ):
+            await self.sidecar.chat_completions(scope, receive, send)
+        else:
+            await self.starlette(scope, receive, send)
+
+
+def build_app(config: SidecarConfig, adapter: EngineAdapter, template: ChatTemplate) -> SidecarApp:
     sidecar = Sidecar(config, adapter, template)
 
     @contextlib.asynccontextmanager
@@ -270,7 +296,8 @@ def build_app(config: SidecarConfig, adapter: EngineAdapter, template: ChatTempl
 
     app = Starlette(
         routes=[
-            Route("/v1/chat/completions", sidecar.chat_completions, methods=["POST"]),
+            # Reached through Starlette only by other methods (for its 405).
+            Route("/v1/chat/completions", _Endpoint(sidecar.chat_completions), methods=["POST"]),
             Route("/v1/models", sidecar.models, methods=["GET"]),
             Route("/live", sidecar.live, methods=["GET"]),
             Route("/health", sidecar.health, methods=["GET"]),
@@ -280,4 +307,4 @@ def build_app(config: SidecarConfig, adapter: EngineAdapter, template: ChatTempl
         lifespan=lifespan,
     )
     app.state.sidecar = sidecar
-    return app
+    return SidecarApp(sidecar, app)

@@ -86,6 +86,10 @@ def test_unknown_path_uses_the_error_envelope(deployment: Deployment) -> None:
     response = httpx.get(f"{deployment.sidecar()}/v1/nope")
     assert response.status_code == 404
     assert set(response.json()["error"]) == {"message", "type", "param", "code"}
+    # the chat route's plain ASGI handler takes POST only; other methods get Starlette's 405
+    response = httpx.get(f"{deployment.sidecar()}/v1/chat/completions")
+    assert response.status_code == 405
+    assert response.json()["error"]["message"] == "Method Not Allowed"
 
 
 def test_sampling_parameters_reach_the_engine(deployment: Deployment) -> None:

@@ -1,0 +1,135 @@
+"""Plain ASGI plumbing for the hot route: body reading, responses, disconnect watching.
+
+The chat route runs as a bare ASGI handler rather than through Starlette's Request/Response
+objects and anyio task groups: that machinery cost a measurable part of the sidecar's added
+latency (see docs/sidecar.md, Performance). The other endpoints stay on Starlette.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from types import TracebackType
+from typing import Any
+
+from sidecar.errors import APIError
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+JSON_TYPE = (b"content-type", b"application/json")
+SSE_TYPE = (b"content-type", b"text/event-stream; charset=utf-8")
+
+
+class ClientDisconnect(Exception):
+    """The client went away before its request body arrived."""
+
+
+def header(scope: Scope, name: bytes) -> bytes | None:
+    """The first value of request header `name` (lowercase)."""
+    for key, value in scope["headers"]:
+        if key == name:
+            return bytes(value)
+    return None
+
+
+async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
+    """The whole request body; a 413 `APIError` past `limit` bytes (declared or received)."""
+    too_large = APIError(
+        413, f"request body exceeds the limit of {limit} bytes", code="request_too_large"
+    )
+    declared = header(scope, b"content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise too_large
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise ClientDisconnect
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise too_large
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def dumps(payload: Any) -> bytes:
+    """Compact JSON, non-ASCII kept (Starlette's JSONResponse rendering)."""
+    return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+
+
+async def send_json(
+    send: Send, status: int, payload: Any, headers: list[tuple[bytes, bytes]] | None = None
+) -> None:
+    body = dumps(payload)
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                JSON_TYPE,
+                (b"content-length", str(len(body)).encode()),
+                *(headers or ()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def send_empty(send: Send, status: int) -> None:
+    await send({"type": "http.response.start", "status": status, "headers": []})
+    await send({"type": "http.response.body", "body": b""})
+
+
+class DisconnectWatch:
+    """`with DisconnectWatch(receive) as watch:` cancels the block when the client leaves.
+
+    A watcher task waits for `http.disconnect` (uvicorn's `send` ignores a gone client, so
+    nothing else would notice) and cancels the current task while the block runs; the block's
+    `CancelledError` is then swallowed and `watch.gone` is True. The block's own cleanup
+    (`finally`) runs first, so an engine connection opened inside is closed, which cancels
+    the generation in the engine. Cancellations from elsewhere pass through.
+    """
+
+    def __init__(self, receive: Receive) -> None:
+        self._receive = receive
+        self._task: asyncio.Task[Any] | None = None
+        self._watcher: asyncio.Task[None] | None = None
+        self._active = False
+        self.gone = False
+
+    def __enter__(self) -> DisconnectWatch:
+        self._task = asyncio.current_task()
+        self._active = True
+        self._watcher = asyncio.get_running_loop().create_task(self._watch())
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        self._active = False
+        if self._watcher is not None:
+            self._watcher.cancel()
+        if self.gone and self._task is not None:
+            # The watcher only cancels while the block is suspended in it, so the cancel
+            # surfaced inside the block (also when the awaited result was already there).
+            self._task.uncancel()
+            return exc_type is asyncio.CancelledError
+        return False
+
+    async def _watch(self) -> None:
+        while (await self._receive())["type"] != "http.disconnect":
+            pass
+        if self._active and self._task is not None:
+            self.gone = True
+            self._task.cancel()
