@@ -1,11 +1,12 @@
 """Sidecar overhead, side by side with calling the (fake) engine directly, in one run.
 
-    python benchmarks/bench_sidecar.py [--requests 300] [--engine vllm]
+    python benchmarks/bench_sidecar.py [--requests 1000] [--engine vllm]
 
 Starts a fake engine (`python -m sidecar.fake_engine`) and the real sidecar CLI as separate
 processes on loopback, then measures from this process:
-  1. latency of sequential non-streamed requests: engine direct vs through the sidecar
-     (p50/p99, and the sidecar's added latency; goal <= 1 ms added at p50);
+  1. latency of sequential non-streamed requests: engine direct vs through the sidecar,
+     interleaved request by request (p50/p99, and the sidecar's added latency; goal <= 1 ms
+     added at p50);
   2. throughput with 64 concurrent streams: direct vs sidecar (requests/s, chunks/s);
   3. 200 concurrent streams: errors (goal: none) and the sidecar's RSS before/after.
 """
@@ -70,6 +71,12 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
+def cpu_ms(pid: int) -> float:
+    """User + system CPU milliseconds the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
 def pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
@@ -97,23 +104,34 @@ async def one(client: httpx.AsyncClient, target: Target, stream: bool) -> int:
     return events
 
 
-async def latency(target: Target, n: int, get: bool = False) -> list[float]:
-    async with httpx.AsyncClient(timeout=30) as client:
+async def latency(targets: list[Target], n: int, get: bool = False) -> list[list[float]]:
+    """Milliseconds per sequential request to each target, interleaved round by round (the
+    order alternating each round) so machine load drifts hit every target alike; one client
+    (own keep-alive connection) per target, the same warm-up for each."""
+    clients = [httpx.AsyncClient(timeout=30) for _ in targets]
+    try:
 
-        async def call() -> None:
+        async def call(i: int) -> None:
             if get:
-                (await client.get(target.url)).raise_for_status()
+                (await clients[i].get(targets[i].url)).raise_for_status()
             else:
-                await one(client, target, False)
+                await one(clients[i], targets[i], False)
 
         for _ in range(20):  # warm-up
-            await call()
-        times = []
+            for i in range(len(targets)):
+                await call(i)
+        times: list[list[float]] = [[] for _ in targets]
+        order = list(range(len(targets)))
         for _ in range(n):
-            t0 = time.perf_counter()
-            await call()
-            times.append((time.perf_counter() - t0) * 1000)
-    return times
+            order.reverse()
+            for i in order:
+                t0 = time.perf_counter()
+                await call(i)
+                times[i].append((time.perf_counter() - t0) * 1000)
+        return times
+    finally:
+        for client in clients:
+            await client.aclose()
 
 
 def in_process_cost(body: dict[str, object], n: int) -> float:
@@ -176,7 +194,9 @@ def run(coro: Awaitable[object]) -> object:
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     p.add_argument("--engine", choices=("vllm", "sglang", "trtllm"), default="vllm")
-    p.add_argument("--requests", type=int, default=300, help="sequential latency samples")
+    p.add_argument(
+        "--requests", type=int, default=1000, help="sequential latency samples per target"
+    )
     p.add_argument("--stream-requests", type=int, default=640, help="requests at 64 streams")
     args = p.parse_args()
 
@@ -221,11 +241,21 @@ def main() -> int:
             "via sidecar", f"http://127.0.0.1:{sidecar_port}/v1/chat/completions", chat_body
         )
         print(f"engine: fake {args.engine}; parser route: legacy_jail (hermes + qwen3)")
+        print(
+            f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} "
+            "(other processes competing for the cores inflate every figure below)"
+        )
 
-        print(f"\n1. sequential non-streamed latency, {args.requests} requests (ms)")
-        lat = {t.name: run(latency(t, args.requests)) for t in (direct, via)}
-        d, s = lat[direct.name], lat[via.name]
-        assert isinstance(d, list) and isinstance(s, list)
+        print(
+            f"\n1. sequential non-streamed latency, {args.requests} requests each, "
+            "direct and sidecar interleaved (ms)"
+        )
+        cpu_before = cpu_ms(sidecar.pid), cpu_ms(engine.pid)
+        lat = run(latency([direct, via], args.requests))
+        sidecar_cpu = (cpu_ms(sidecar.pid) - cpu_before[0]) / (args.requests + 20)
+        engine_cpu = (cpu_ms(engine.pid) - cpu_before[1]) / (2 * (args.requests + 20))
+        assert isinstance(lat, list)
+        d, s = lat
         print(f"   {'':16}{'p50':>8}{'p99':>8}{'mean':>8}")
         for name, values in ((direct.name, d), (via.name, s)):
             print(
@@ -237,21 +267,26 @@ def main() -> int:
             f"p99 {pct(s, 99) - pct(d, 99):.2f} ms (goal <= 1 ms at p50)"
         )
 
-        hop = {
-            name: run(latency(Target(name, url, lambda _: {}), args.requests, get=True))
+        health = [
+            Target(name, url, lambda _: {})
             for name, url in (
                 ("engine /health", f"http://127.0.0.1:{engine_port}/health"),
                 ("sidecar /health", f"http://127.0.0.1:{sidecar_port}/health"),
             )
-        }
-        e, h = hop["engine /health"], hop["sidecar /health"]
-        assert isinstance(e, list) and isinstance(h, list)
+        ]
+        hop = run(latency(health, args.requests, get=True))
+        assert isinstance(hop, list)
+        e, h = hop
         print(
             f"   of which one proxied HTTP hop (sidecar /health -> engine /health): "
             f"p50 {pct(h, 50) - pct(e, 50):.2f} ms"
         )
+        print(
+            f"   CPU per request (user + system): sidecar {sidecar_cpu:.2f} ms, "
+            f"fake engine {engine_cpu:.2f} ms"
+        )
         own = in_process_cost(chat_body(False), args.requests)
-        print(f"   sidecar's own work per request (validate, render, plan, parse): {own:.3f} ms")
+        print(f"   of which the sidecar's own work (validate, render, plan, parse): {own:.3f} ms")
 
         print(f"\n2. throughput, 64 concurrent streams, {args.stream_requests} requests")
         rates = {}
