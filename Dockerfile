@@ -58,8 +58,9 @@ COPY . /src/
 # Every builder runs through `buildtool cache-build`, which keeps its stamp on the mount: when the
 # workspace bytes changed (even same size with an old mtime) it moves every input's mtime past the
 # artifacts there, so setuptools rebuilds; when nothing changed the artifacts are reused. The mount
-# is not part of the image, so each stage installs its wheel out of it into /out (as a root tree:
-# /out/opt/venv/...), which the runtime target copies: one COPY instead of a pip run per image.
+# is not part of the image, so each stage installs its wheel into an install tree kept on the mount
+# (only changed files are replaced and byte-compiled: buildtool/images/install.py) and copies it
+# to /out (a root tree: /out/opt/venv/...), which the runtime target copies in one COPY.
 # tests/images/test_dockerfile.py rejects a builder without the helper, another cache id or
 # another sharing mode.
 FROM builder-base AS build-vllm
@@ -70,8 +71,8 @@ RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,target=/cache,sh
         --exclude wheelhouse/ --clean-on-removal /cache/vllm/build \
         -- python3 -B -m buildtool.images.artifact --sidecar vllm \
         --build-dir /cache/vllm/build --dist-dir /cache/vllm/dist \
- && pip install --no-cache-dir --no-index --no-deps --no-warn-script-location \
-        --root /out /cache/vllm/dist/sidecar_forge-*.whl
+ && python3 -B -m buildtool.images.install --wheel-dir /cache/vllm/dist --tree /cache/vllm/tree \
+        --out /out
 
 FROM builder-base AS build-sglang
 ARG TARGETARCH
@@ -81,8 +82,8 @@ RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,target=/cache,sh
         --exclude wheelhouse/ --clean-on-removal /cache/sglang/build \
         -- python3 -B -m buildtool.images.artifact --sidecar sglang \
         --build-dir /cache/sglang/build --dist-dir /cache/sglang/dist \
- && pip install --no-cache-dir --no-index --no-deps --no-warn-script-location \
-        --root /out /cache/sglang/dist/sidecar_forge-*.whl
+ && python3 -B -m buildtool.images.install --wheel-dir /cache/sglang/dist --tree /cache/sglang/tree \
+        --out /out
 
 FROM builder-base AS build-trtllm
 ARG TARGETARCH
@@ -92,8 +93,8 @@ RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,target=/cache,sh
         --exclude wheelhouse/ --clean-on-removal /cache/trtllm/build \
         -- python3 -B -m buildtool.images.artifact --sidecar trtllm \
         --build-dir /cache/trtllm/build --dist-dir /cache/trtllm/dist \
- && pip install --no-cache-dir --no-index --no-deps --no-warn-script-location \
-        --root /out /cache/trtllm/dist/sidecar_forge-*.whl
+ && python3 -B -m buildtool.images.install --wheel-dir /cache/trtllm/dist --tree /cache/trtllm/tree \
+        --out /out
 
 # ---- Runtime targets ----------------------------------------------------------------------------
 # Port 8080 inside the container (the sidecar default); HEALTHCHECK uses python3 (minbase has no curl).

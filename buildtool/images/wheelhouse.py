@@ -29,8 +29,16 @@ from pathlib import Path
 
 from buildtool.images.ui import Reporter
 
-# The builder stages run the helper's regression tests and build a wheel with setuptools.
-BUILD_TOOLS: tuple[str, ...] = ("pytest", "pytest-timeout", "hypothesis", "setuptools", "wheel")
+# The builder stages run the helper's regression tests, build a wheel with setuptools and
+# install it with installer (buildtool.images.install).
+BUILD_TOOLS: tuple[str, ...] = (
+    "pytest",
+    "pytest-timeout",
+    "hypothesis",
+    "setuptools",
+    "wheel",
+    "installer",
+)
 # glibc of Debian bookworm is 2.36: every manylinux tag up to it is compatible.
 GLIBC_MINOR = 36
 ARCH_BY_PLATFORM = {
