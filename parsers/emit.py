@@ -22,6 +22,8 @@ from parsers.types import (
     reasoning_delta,
 )
 
+_new = object.__new__
+
 
 class Emitter:
     def __init__(
@@ -120,6 +122,26 @@ class Emitter:
                             content.append(ev.raw)
         flush(out, content, reasoning, calls)
         return out
+
+    def args(self, fragment: str) -> list[Delta]:
+        """`push([CallArgs(fragment)])`, without the event (the streaming fast path)."""
+        if self._skip or not fragment:
+            return []
+        if self._whole:
+            self._args.append(fragment)
+            return []
+        d = _new(Delta)  # built like types.make_delta/args_delta, inline (per-feed hot path)
+        call = _new(ToolCallDelta)
+        fields = call.__dict__
+        fields["index"] = self.calls - 1
+        fields["id"] = None
+        fields["name"] = None
+        fields["arguments"] = fragment
+        fields = d.__dict__
+        fields["content"] = None
+        fields["reasoning_content"] = None
+        fields["tool_calls"] = [call]
+        return [d]
 
     @staticmethod
     def _flush(

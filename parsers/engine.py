@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from parsers.emit import Emitter
 from parsers.families import reasoning_grammar, tool_grammar
 from parsers.families.base import (
+    PIECE,
     CallContext,
     ChannelGrammar,
     Event,
@@ -15,7 +18,7 @@ from parsers.families.base import (
     ToolGrammar,
 )
 from parsers.ids import IdFactory, new_call_id
-from parsers.machine import PIECE, MarkerMachine
+from parsers.machine import MarkerMachine
 from parsers.plan import ParsePlan
 from parsers.types import Delta
 
@@ -62,15 +65,14 @@ class Engine:
         )
         self.finish_reason: str | None = None
         self._finished = False
-        # `feed` is an instance attribute: the marker machine's own chunk-to-deltas function
+        # `feed` is an instance attribute: the family machine's own chunk-to-deltas function
         # with its fast paths (no call layer in between: a few-character feed is mostly such
         # fixed costs), else the general `_feed`; after finish `_feed`, which raises.
         # fast_paths=False: every feed takes the general path (tests compare the two)
-        machine = self._machine
-        if fast_paths and isinstance(machine, MarkerMachine):
-            self.feed = machine.fast_feed(self._emitter, self._feed)  # type: ignore[method-assign,assignment]
-        else:
-            self.feed = self._feed  # type: ignore[method-assign]
+        feed: Callable[[str], list[Delta]] = self._feed
+        if fast_paths:
+            feed = self._machine.fast_feed(self._emitter, feed)
+        self.feed = feed  # type: ignore[method-assign,assignment]
 
     def feed(self, chunk: str) -> list[Delta]:
         """The deltas for the next chunk (each instance binds its own, see `__init__`)."""

@@ -77,6 +77,22 @@ class JsonCallObject:
             return "{}"
         return canon
 
+    def string_run(self, text: str) -> str | None:
+        """Streaming fast path: inside a string of streamed (object) arguments, what `feed`
+        does with a chunk that is all string text, and its argument fragment; else None,
+        having changed nothing."""
+        r = self._reader
+        if (
+            r is None
+            or r is not self._args_reader
+            or not self._args_stream
+            or self._state != "value"
+            or self.done
+            or self.error is not None
+        ):
+            return None
+        return r.string_run(text)
+
     def feed(self, text: str, pos: int = 0) -> tuple[list[Event], int]:
         events: list[Event] = []
         n = len(text)

@@ -151,19 +151,27 @@ class JsonValueReader:
 
     # -- main loop --
 
-    def feed(self, text: str, pos: int = 0) -> tuple[str, int]:
-        n = len(text)
+    def string_run(self, text: str, pos: int = 0) -> str | None:
+        """Streaming fast path: when all of `text[pos:]` is text of the current string (no
+        quote, backslash or escape pending), what `feed` does with it and its output; else
+        None, having changed nothing."""
         if self._in_string and not self._esc and self._uni is None and self._hi is None:
-            # streaming: the whole chunk is string text (what the loop below does with it)
             m = _STRING_RUN.match(text, pos)
-            if m is not None and m.end() == n and not self.done and self.error is None:
+            if m is not None and m.end() == len(text) and not self.done and self.error is None:
                 run = m.group()
                 if self._in_key:
                     self._keybuf.append(run)
-                    return "", n
+                    return ""
                 if self.keep_strings and not self._stack:
                     self._strbuf.append(run)
-                return escape_text(run), n
+                return escape_text(run)
+        return None
+
+    def feed(self, text: str, pos: int = 0) -> tuple[str, int]:
+        n = len(text)
+        run = self.string_run(text, pos)
+        if run is not None:
+            return run, n
         out: list[str] = []
         i = pos
         while i < n and not self.done and self.error is None:

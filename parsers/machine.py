@@ -22,6 +22,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Literal
 
 from parsers.families.base import (
+    PIECE,
     CallContext,
     CallEnd,
     CallScanner,
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
     from parsers.emit import Emitter
 
 Mode = Literal["content", "reasoning", "call", "jail"]
-PIECE = 2048  # the longest chunk a machine is fed at once (the engine cuts longer ones)
 _WS = " \t\r\n"
 _BLANKS = " \t\r"  # blanks that do not change quote state (a newline does)
 _new = object.__new__
@@ -121,6 +121,7 @@ class MarkerMachine(FamilyMachine):
         self._jail_tail = ""  # last characters of the jail, to find an end marker across chunks
         self._jail_factory: Callable[[], CallScanner] | None = None
         self._push: Callable[[list[Event]], list[Delta]] = _no_push
+        self._args: Callable[[str], list[Delta]] = _no_feed
         self._general: Callable[[str], list[Delta]] = _no_feed
         self._plain_re = self._plain_state()
 
@@ -140,6 +141,7 @@ class MarkerMachine(FamilyMachine):
         machine's `emitter`; `general` is `emitter.push(feed(text))` with its checks (a
         finished engine, a chunk longer than `PIECE`)."""
         self._push = emitter.push
+        self._args = emitter.args
         self._general = general
         return self.deltas
 
@@ -229,6 +231,9 @@ class MarkerMachine(FamilyMachine):
         elif self._mode == "call" and not self._buf:
             sc = self._scanner
             assert sc is not None
+            fragment = sc.stream(text)
+            if fragment is not None:
+                return self._args(fragment)
             res = sc.feed(text)
             if res.status == "more":
                 return push(res.events)

@@ -26,10 +26,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from parsers.emit import Emitter
     from parsers.plan import ParsePlan
+    from parsers.types import Delta
 
 Channel = Literal["content", "reasoning"]
 Generation = Literal[1, 2]
+PIECE = 2048  # the longest chunk a machine is fed at once (the engine cuts longer ones)
 
 
 # --- events -------------------------------------------------------------------------------
@@ -147,6 +152,13 @@ class CallScanner(ABC):
     @abstractmethod
     def finish(self) -> ScanResult: ...
 
+    def stream(self, text: str) -> str | None:
+        """Streaming fast path (V2): when `feed(text)` would only stream argument text (one
+        `CallArgs(fragment)` or none, status "more"), do exactly what it does and return the
+        fragment ("" for none); otherwise None, having changed nothing. The engine then skips
+        the event and result objects (most of a few-character feed's cost). Optional."""
+        return None
+
 
 class ToolGrammar(ABC):
     """A marker family's tool-call grammar (one instance per canonical tool parser name)."""
@@ -192,6 +204,16 @@ class FamilyMachine(ABC):
 
     @abstractmethod
     def finish(self, reason: str = "stop") -> list[Event]: ...
+
+    def fast_feed(
+        self, emitter: Emitter, general: Callable[[str], list[Delta]]
+    ) -> Callable[[str], list[Delta]]:
+        """The engine's per-chunk function (`StreamParser.feed`): `general` is
+        `emitter.push(self.feed(chunk))` with the engine's checks. A machine may return its
+        own function that answers the common streaming chunks directly (same deltas, fewer
+        objects: a few-character feed is mostly fixed costs) and calls `general` otherwise;
+        it is used until `finish`."""
+        return general
 
 
 class ChannelGrammar(ABC):

@@ -141,8 +141,7 @@ class DsmlScanner(CallScanner):
             self._call_raw.append(out)
         return out
 
-    def feed(self, text: str) -> ScanResult:
-        self._fed.append(text)
+    def stream(self, text: str) -> str | None:
         sink = self._sink
         if (
             self._state == "value"
@@ -152,9 +151,16 @@ class DsmlScanner(CallScanner):
         ):
             # streaming a value: no tag can start in this chunk (what `_run` does with it)
             assert sink is not None
+            self._fed.append(text)
             self._call_raw.append(text)
-            out = sink.feed(text)
+            return sink.feed(text)
+        return None
+
+    def feed(self, text: str) -> ScanResult:
+        out = self.stream(text)
+        if out is not None:
             return ScanResult([CallArgs(out)] if out else [])
+        self._fed.append(text)
         self._buf.add(text)
         return self._release(self._run(final=False))
 

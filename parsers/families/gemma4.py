@@ -49,6 +49,14 @@ class Gemma4Scanner(BaseScanner):
         self._fed: list[str] = []
         self._begun = False
 
+    def stream(self, text: str) -> str | None:
+        if not self._begun:
+            return None
+        fragment = self._scan.string_run(text)
+        if fragment is not None:
+            self._fed.append(text)
+        return fragment
+
     def feed(self, text: str) -> ScanResult:
         self._fed.append(text)
         rest = self._scan.feed(text)

@@ -131,6 +131,23 @@ class CallScanner:
         self.raw += text[: len(text) - len(self._buf)]
         return ""
 
+    def string_run(self, chunk: str) -> str | None:
+        """Streaming fast path: inside a string value with nothing undecided, a chunk without
+        `<` (no delimiter can start) is all string text: what `feed` does with it, and the
+        argument fragment it makes (the fragments taken so far are none); else None, having
+        changed nothing."""
+        if (
+            self.mode != "string"
+            or self._buf
+            or self._string_is_key
+            or self.fragments
+            or not chunk
+            or "<" in chunk
+        ):
+            return None
+        self.raw += chunk
+        return escape_text(chunk)
+
     @property
     def pending(self) -> str:
         """Fed text not decided yet (a possible marker prefix): call text if output ends."""

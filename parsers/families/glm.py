@@ -155,14 +155,20 @@ class GlmScanner(CallScanner):
     def _raw(self) -> str:
         return TOOL_CALL + "".join(self._fed)
 
-    def feed(self, text: str) -> ScanResult:
-        self._fed.append(text)
+    def stream(self, text: str) -> str | None:
         sink = self._sink
         if self._state == "value" and not self._buf.text and _VALUE_END.free(text):
             # streaming a value: no tag can start in this chunk (what `_run` does with it)
             assert sink is not None
-            out = sink.feed(text)
+            self._fed.append(text)
+            return sink.feed(text)
+        return None
+
+    def feed(self, text: str) -> ScanResult:
+        out = self.stream(text)
+        if out is not None:
             return ScanResult([CallArgs(out)] if out else [])
+        self._fed.append(text)
         self._buf.add(text)
         return self._run(final=False)
 

@@ -35,6 +35,14 @@ class HermesScanner(CallScanner):
     def _force(self, events: list[Event]) -> None:
         events.extend(self._obj.force_close(OPEN + "".join(self._fed)))
 
+    def stream(self, text: str) -> str | None:
+        if self._after:
+            return None
+        fragment = self._obj.string_run(text)
+        if fragment is not None:
+            self._fed.append(text)
+        return fragment
+
     def feed(self, text: str) -> ScanResult:
         self._fed.append(text)
         events: list[Event] = []

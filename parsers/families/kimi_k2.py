@@ -136,6 +136,30 @@ class _Call:
             return self._header(text, final)
         return self._arguments(text, final)
 
+    def streaming(self) -> bool:
+        """Inside a JSON string of the arguments, nothing undecided: `string_run` may take
+        the next chunk when it holds no marker start, quote or backslash."""
+        return (
+            self._named
+            and self._started
+            and not self._buf
+            and not self._escape
+            and self._in_string
+            and self._bad_at is None
+            and self._counter_id is None
+        )
+
+    def string_run(self, text: str) -> str | None:
+        """`feed(text)` for such a chunk (what `_arguments` and `_take` do with it): the
+        argument fragment, or None (nothing changed) when the reader is not in a string."""
+        fragment = self._reader.string_run(text)
+        if fragment is None:
+            return None
+        if fragment:
+            self._sent.append(fragment)
+        self._append(text)
+        return fragment
+
     # -- header --
 
     def _header(self, text: str, final: bool) -> str | None:
@@ -397,6 +421,22 @@ class _Scanner(CallScanner):
 
     def _new_call(self) -> _Call:
         return _Call(ctx=self._ctx, ids=self._ids)
+
+    def stream(self, text: str) -> str | None:
+        call = self._call
+        if (
+            call is not None
+            and not self._buf
+            and call.streaming()
+            and "<" not in text  # nothing here can start a marker or
+            and '"' not in text  # change the string state
+            and "\\" not in text
+        ):
+            fragment = call.string_run(text)
+            if fragment:
+                self._emitted = True
+            return fragment
+        return None
 
     def feed(self, text: str) -> ScanResult:
         return self._scan(text, final=False)

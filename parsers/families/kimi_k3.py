@@ -41,9 +41,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from parsers.families.base import (
+    PIECE,
     CallArgs,
     CallBegin,
     CallContext,
@@ -60,6 +61,12 @@ from parsers.guided import GuidedScanner
 from parsers.jsonstream import JsonValueReader, canonical_json, dumps, escape_text
 from parsers.plan import ParsePlan
 from parsers.scan import QuoteTracker
+from parsers.types import Delta, content_delta, reasoning_delta
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from parsers.emit import Emitter
 
 OPEN = "<|open|>"
 CLOSE = "<|close|>"
@@ -78,6 +85,7 @@ _INDEX = re.compile(r"\s*0*([1-9][0-9]*)\s*")
 _TOOL_CHANNELS = frozenset({"tools", "call", "argument", "json"})
 _CHANNELS = frozenset({"think", "response", "message"}) | _TOOL_CHANNELS
 _WS = " \t\r\n"
+_QUOTE_CHARS = re.compile("[\"'`\n]")  # what the quote tracker looks at
 
 State = Literal["top", "think", "response", "tools", "call", "value", "guided", "end"]
 _PROSE: frozenset[State] = frozenset({"top", "think", "response"})
@@ -285,6 +293,8 @@ class KimiK3Machine(FamilyMachine):
         # V1 jail of a tools/call region: its events, and its text for a verbatim release
         self._jail: list[Event] | None = None
         self._jail_raw: list[str] = []
+        self._general: Callable[[str], list[Delta]] = self._unbound
+        self._args: Callable[[str], list[Delta]] = self._unbound
 
     # -- public --
 
@@ -300,6 +310,58 @@ class KimiK3Machine(FamilyMachine):
         self._run(data, out, final=True)
         self._end_of_output(out)
         return out
+
+    def fast_feed(
+        self, emitter: Emitter, general: Callable[[str], list[Delta]]
+    ) -> Callable[[str], list[Delta]]:
+        self._general = general
+        self._args = emitter.args
+        return self._deltas
+
+    def _deltas(self, chunk: str) -> list[Delta]:
+        """`general(chunk)` for the common streaming chunks: text without `<` (no token can
+        start in it) inside `think`, `response` or a streaming string argument, with nothing
+        held back, goes out directly — what `_run` and `_plain` do with it, without the event
+        round trip. (`chunk`: the name `StreamParser.feed` gives its argument.)"""
+        text = chunk
+        if (
+            not self._buf
+            and text
+            and "<" not in text
+            and len(text) <= PIECE
+            and self._jail is None
+            and self._bad is None
+        ):
+            state = self._state
+            if state == "value":
+                call = self._call
+                assert call is not None
+                if call.stream and call.string_open and call.style == "typed":
+                    # a string argument whose opening quote went out (`value_text`)
+                    call.raw_parts.append(text)  # `_consumed`
+                    call.value.append(text)
+                    fragment = escape_text(text)
+                    call.sent.append(fragment)
+                    return self._args(fragment)
+            elif self._call is None and (
+                state == "think"
+                or (state == "response" and (self._answer_started or not self._forced))
+            ):
+                quotes = self._quotes
+                if quotes is not None:
+                    if quotes.sq_pending or quotes.ticks or _QUOTE_CHARS.search(text):
+                        quotes.feed(text)
+                    else:
+                        quotes.prev = text[-1]  # what feed() does with such text
+                if state == "think":
+                    return [reasoning_delta(text)]
+                self._answer_started = True
+                return [content_delta(text)]
+        return self._general(text)
+
+    @staticmethod
+    def _unbound(text: str) -> list[Delta]:
+        raise RuntimeError("_deltas() before fast_feed()")
 
     # -- output --
 

@@ -353,6 +353,25 @@ class Qwen3CoderScanner(CallScanner):
         self._sink = None
         self._state = "after"
 
+    def stream(self, text: str) -> str | None:
+        value = self._value
+        if (
+            self._state == "value"
+            and value is not None
+            and not value.text
+            and value.hold is None
+            and not self._buf.text
+            and text
+            and "<" not in text  # no tag can start in this chunk: `_run` releases all of it
+        ):
+            sink = self._sink
+            assert sink is not None
+            self._fed.append(text)
+            value.prev = text[-1]  # what `value.drop` does with it
+            value.pos -= len(text)
+            return sink.feed(text)
+        return None
+
     def feed(self, text: str) -> ScanResult:
         self._fed.append(text)
         if self._hermes is not None:

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from parser_samples import Sample, all_openers, case_id, sample_cases
 
 from parsers.api import make_plan
+from parsers.emit import Emitter
 from parsers.engine import Engine
 from parsers.errors import ConfigError
 from parsers.ids import counter_ids
@@ -159,3 +160,54 @@ def test_plain_prose_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> Non
     slow = Engine(plan, id_factory=counter_ids(), fast_paths=False)
     assert [slow.feed(c) for c in chunks] == got
     assert len(general) == len(chunks)
+
+
+WORDS = "plain words of a long string argument, no marker, quote or backslash in them " * 3
+BAR = "\uff5c"
+STRING_ARGUMENTS = {
+    "hermes": f'<tool_call>\n{{"name": "f", "arguments": {{"note": "{WORDS}"}}}}\n</tool_call>',
+    "qwen3_coder": (
+        f"<tool_call>\n<function=f>\n<parameter=note>\n{WORDS}\n</parameter>\n</function>\n"
+        "</tool_call>"
+    ),
+    "glm47": f"<tool_call>f\n<arg_key>note</arg_key>\n<arg_value>{WORDS}</arg_value>\n</tool_call>",
+    "deepseek_v4": (
+        f'<{BAR}DSML{BAR}tool_calls>\n<{BAR}DSML{BAR}invoke name="f">\n<{BAR}DSML{BAR}parameter '
+        f'name="note" string="true">{WORDS}</{BAR}DSML{BAR}parameter>\n</{BAR}DSML{BAR}invoke>\n'
+        f"</{BAR}DSML{BAR}tool_calls>"
+    ),
+    "kimi_k2": (
+        "<|tool_calls_section_begin|><|tool_call_begin|>functions.f:0<|tool_call_argument_begin|>"
+        f'{{"note": "{WORDS}"}}<|tool_call_end|><|tool_calls_section_end|>'
+    ),
+    "gemma4": f'<|tool_call>call:f{{note:<|"|>{WORDS}<|"|>}}<tool_call|>',
+    "kimi_k3": (
+        '<|open|>tools<|sep|><|open|>call tool="f" index="1"<|sep|><|open|>argument key="note" '
+        f'type="string"<|sep|>{WORDS}<|close|>argument<|sep|><|close|>call<|sep|>'
+        "<|close|>tools<|sep|>"
+    ),
+}
+
+
+@pytest.mark.parametrize("family", sorted(STRING_ARGUMENTS))
+def test_string_arguments_take_the_fast_path(family: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparisons above cover the call-region fast paths only if they run: in 4-char
+    chunks, most of a long string argument goes out through `Emitter.args` (the scanners'
+    `stream`, Kimi K3's own chunk function), not the scanner's `feed`; and the deltas equal
+    the general path's."""
+    taken: list[str] = []
+    args = Emitter.args
+
+    def spy(self: Emitter, fragment: str) -> list[Delta]:
+        taken.append(fragment)
+        return args(self, fragment)
+
+    monkeypatch.setattr(Emitter, "args", spy)
+    text = "Calling it. " + STRING_ARGUMENTS[family]
+    plan = make_plan(tool_parser=family, generation=2)
+    chunks = [text[i : i + 4] for i in range(0, len(text), 4)]
+    assert_same(plan, text, chunks)
+    assert len("".join(taken)) > len(WORDS) * 3 // 4
+    taken.clear()
+    per_feed(plan, chunks, False)
+    assert taken == []  # the general path never uses it
