@@ -53,12 +53,14 @@ def run(request: ChildRequest) -> int:
 
     import pytest  # already imported in a fork-server child; cheap then
 
+    from buildtool.isolation import prebuilt
     from buildtool.isolation.events import ChildReporter
     from buildtool.isolation.metadata_cache import EndOfStartup
 
     reporter = ChildReporter(request.report_path, request.nodeid, request.requested_env)
     # Before pytest (and any conftest) can touch the environment: what the child started with.
     reporter.emit("hello", pid=os.getpid(), environ_names=sorted(os.environ))
+    prebuilt.use(request.argv)  # a fork-server child: pytest's initial config is ready
     return int(pytest.main(list(request.argv), plugins=[reporter, EndOfStartup()]))
 
 

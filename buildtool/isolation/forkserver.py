@@ -31,7 +31,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from buildtool.isolation import metadata_cache
+from buildtool.isolation import fixture_scan, metadata_cache, prebuilt
 from buildtool.isolation.child import ChildRequest, run_and_exit
 
 _WARMUP_TEST = """
@@ -148,6 +148,8 @@ def serve(proto_in: int, proto_out: int) -> None:
         if not line:
             return  # the parent closed the pipe (finished or died): nothing left to do
         request = ChildRequest.from_json(line.decode())
+        if prebuilt.prepare(request.argv):
+            gc.freeze()  # the new objects too: children neither scan nor copy them
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
@@ -226,7 +228,9 @@ def main(argv: list[str] | None = None) -> None:
     root = args.project_root.resolve()
     try:
         metadata_cache.install()  # the warm-up session fills it; children start from it
+        fixture_scan.learn()  # so is this one
         warm_up()
+        fixture_scan.stop_learning()
         preload(args.preload, root)
         imported = project_modules(root)
         if imported:
