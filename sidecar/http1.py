@@ -181,6 +181,57 @@ def parse_chunk_size(line: bytes) -> int:
         raise ProtocolError(f"bad chunk size line: {line[:80]!r}") from None
 
 
+class ChunkedDecoder:
+    """Chunked transfer-coding, sans-I/O: `feed` raw bytes, get the payload they complete.
+
+    Everything one network read brought is decoded at once, so a stream relays per read,
+    not per chunk. `done` once the last chunk and the trailers are in; `extra` holds bytes
+    the server sent after that (the connection is then not reused).
+    """
+
+    def __init__(self) -> None:
+        self._pending = b""  # an incomplete framing line
+        self._remaining = 0  # payload bytes left in the current chunk
+        self._state = "size"  # size | data | data_end | trailer
+        self.done = False
+        self.extra = b""
+
+    def feed(self, data: bytes) -> bytes:
+        buf = self._pending + data if self._pending else data
+        out: list[bytes] = []
+        pos, end = 0, len(buf)
+        while pos < end:
+            if self._state == "data":
+                take = min(self._remaining, end - pos)
+                out.append(buf[pos : pos + take])
+                pos += take
+                self._remaining -= take
+                if self._remaining == 0:
+                    self._state = "data_end"
+                continue
+            newline = buf.find(b"\n", pos)
+            if newline < 0:
+                if end - pos > _MAX_LINE:
+                    raise ProtocolError(f"chunk framing line longer than {_MAX_LINE} bytes")
+                break
+            line, pos = buf[pos : newline + 1], newline + 1
+            if self._state == "size":
+                self._remaining = parse_chunk_size(line)
+                self._state = "data" if self._remaining else "trailer"
+            elif line not in (b"\r\n", b"\n"):
+                if self._state == "data_end":
+                    raise ProtocolError("chunk data longer than its size")
+                # a trailer field: not used
+            elif self._state == "data_end":
+                self._state = "size"
+            else:  # the blank line after the trailers: the body is complete
+                self.done = True
+                self.extra = buf[pos:]
+                pos = end
+        self._pending = buf[pos:] if not self.done else b""
+        return out[0] if len(out) == 1 else b"".join(out)
+
+
 # -- connections and the pool -------------------------------------------------------------------
 
 
@@ -225,7 +276,8 @@ class Response:
         self._client = client
         self._conn: Connection | None = conn
         self._framing = framing
-        self._remaining = length  # "length": body bytes left; "chunked": of this chunk
+        self._remaining = length  # "length": body bytes left
+        self._chunks = ChunkedDecoder() if framing == "chunked" else None
         self._timeout = timeout
         self._keep_alive = keeps_alive(head, framing)
         self._done = framing == "none" or (framing == "length" and length == 0)
@@ -266,55 +318,32 @@ class Response:
         conn = self._conn
         if conn is None:
             raise RemoteClosed("response already closed")
-        reader = conn.reader
         try:
             async with asyncio.timeout(self._timeout):
-                if self._framing == "length":
-                    data = await reader.read(min(self._remaining, _READ_SIZE))
-                    if not data:
-                        raise RemoteClosed(f"closed with {self._remaining} body bytes missing")
-                    self._remaining -= len(data)
-                    if self._remaining == 0:
-                        self._finish()
-                    return data
-                if self._framing == "close":
-                    data = await reader.read(_READ_SIZE)
-                    if not data:
-                        self._finish()
-                    return data
-                return await self._next_chunk(reader)
+                # As much as the connection has (one read), not more than the body's length.
+                size = min(self._remaining, _READ_SIZE) if self._framing == "length" else _READ_SIZE
+                data = await conn.reader.read(size)
         except TimeoutError:
             raise ReadTimeout(f"nothing received for {self._timeout:g}s") from None
         except OSError as exc:
             raise RemoteClosed(f"connection broke: {exc!r}") from None
-
-    async def _next_chunk(self, reader: asyncio.StreamReader) -> bytes:
-        if self._remaining == 0:
-            size = parse_chunk_size(await _line(reader, "chunk size"))
-            if size == 0:
-                while await _line(reader, "trailer") not in (b"\r\n", b"\n"):
-                    pass  # trailer fields are not used
+        if self._chunks is not None:
+            if not data:
+                raise RemoteClosed("closed inside a chunked body")
+            payload = self._chunks.feed(data)
+            if self._chunks.done:
+                self._keep_alive = self._keep_alive and not self._chunks.extra
                 self._finish()
-                return b""
-            self._remaining = size
-        data = await reader.read(min(self._remaining, _READ_SIZE))
-        if not data:
-            raise RemoteClosed("closed inside a chunk")
-        self._remaining -= len(data)
-        if self._remaining == 0 and await _line(reader, "chunk end") not in (b"\r\n", b"\n"):
-            raise ProtocolError("chunk data longer than its size")
+            return payload
+        if self._framing == "length":
+            if not data:
+                raise RemoteClosed(f"closed with {self._remaining} body bytes missing")
+            self._remaining -= len(data)
+            if self._remaining == 0:
+                self._finish()
+        elif not data:  # "close": the end of the body
+            self._finish()
         return data
-
-
-async def _line(reader: asyncio.StreamReader, what: str) -> bytes:
-    """One line with its ending; a line cut short by the connection closing is an error."""
-    try:
-        line = await reader.readuntil(b"\n")
-    except asyncio.IncompleteReadError:
-        raise RemoteClosed(f"closed while reading the {what}") from None
-    except asyncio.LimitOverrunError:
-        raise ProtocolError(f"{what} line longer than {_MAX_LINE} bytes") from None
-    return line
 
 
 class Client:

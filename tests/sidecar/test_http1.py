@@ -472,3 +472,38 @@ def test_pure_parsing_helpers() -> None:
     assert http1.Origin.from_url("http://h:8000/p/") == http1.Origin("http", "h", 8000, "/p")
     with pytest.raises(ValueError):
         http1.Origin.from_url("ftp://h")
+
+
+CHUNKED = b"5;x=1\r\nhello\r\n1A\r\n" + b"z" * 26 + b"\r\n0\r\nx-trailer: 1\r\n\r\n"
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7, len(CHUNKED)])
+def test_chunked_decoder_gives_the_payload_however_the_bytes_are_split(size: int) -> None:
+    decoder = http1.ChunkedDecoder()
+    out = b""
+    for at in range(0, len(CHUNKED), size):
+        assert not decoder.done
+        out += decoder.feed(CHUNKED[at : at + size])
+    assert out == b"hello" + b"z" * 26
+    assert decoder.done and decoder.extra == b""
+
+
+def test_chunked_decoder_keeps_bytes_after_the_end() -> None:
+    decoder = http1.ChunkedDecoder()
+    assert decoder.feed(b"2\r\nok\r\n0\r\n\r\nHTTP/1.1 200") == b"ok"
+    assert decoder.done and decoder.extra == b"HTTP/1.1 200"
+
+
+def test_bytes_after_a_chunked_body_make_the_connection_unusable() -> None:
+    reply = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n2\r\nok\r\n0\r\n\r\njunk"
+
+    async def main(server: Server) -> tuple[bytes, int]:
+        c = client(server.url)
+        first = await c.request("GET", "/")
+        data = await first.read()
+        second = await c.request("GET", "/")  # not on the connection with junk on it
+        await second.read()
+        await c.aclose()
+        return data, server.connections
+
+    assert run(with_server(answer_each(reply, reply), main)) == (b"ok", 2)
