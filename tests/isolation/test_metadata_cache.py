@@ -78,3 +78,27 @@ def test_an_isolated_test_reads_metadata_from_disk() -> None:
     # Whatever launcher ran us, the cache ended with pytest's startup, before this module.
     assert not metadata_cache.installed()
     assert importlib.metadata.version("pytest")
+
+
+def test_entry_points_and_files_are_those_on_disk_and_follow_a_reinstall(
+    tmp_path: Path, cache: None
+) -> None:
+    dist = _dist(tmp_path, "[pytest11]\nprobe = probe_pkg.plugin\n")
+    info = tmp_path / "probe_pkg-1.0.dist-info"
+    (tmp_path / "probe_pkg").mkdir()
+    (tmp_path / "probe_pkg" / "__init__.py").write_text("")
+    (info / "RECORD").write_text("probe_pkg/__init__.py,,\nprobe_pkg/more.py,,\n")
+    files = dist.files
+    assert files is not None and [str(f) for f in files] == [
+        "probe_pkg/__init__.py",
+        "probe_pkg/more.py",
+    ]
+    assert len(dist.files or []) == 2  # from memory
+    files.clear()  # a caller changing its list changes no one else's
+    assert dist.files
+    assert [(ep.group, ep.name) for ep in dist.entry_points] == [("pytest11", "probe")]
+    (info / "entry_points.txt").write_text("[pytest11]\nother = probe_pkg.other\n")
+    (info / "RECORD").write_text("probe_pkg/__init__.py,,\n")
+    os.utime(info, ns=(10**18, 10**18))  # what an install into it does
+    assert [ep.name for ep in dist.entry_points] == ["other"]
+    assert [str(f) for f in dist.files or []] == ["probe_pkg/__init__.py"]
