@@ -96,11 +96,17 @@ class DisconnectWatch:
     `CancelledError` is then swallowed and `watch.gone` is True. The block's own cleanup
     (`finally`) runs first, so an engine connection opened inside is closed, which cancels
     the generation in the engine. Cancellations from elsewhere pass through.
+
+    The watcher starts only once the block has run `delay` seconds: most non-streamed
+    requests finish sooner and never pay for a task; a client that left earlier is noticed
+    at that point (uvicorn remembers the disconnect).
     """
 
-    def __init__(self, receive: Receive) -> None:
+    def __init__(self, receive: Receive, delay: float = 0.05) -> None:
         self._receive = receive
+        self._delay = delay
         self._task: asyncio.Task[Any] | None = None
+        self._timer: asyncio.TimerHandle | None = None
         self._watcher: asyncio.Task[None] | None = None
         self._active = False
         self.gone = False
@@ -108,8 +114,12 @@ class DisconnectWatch:
     def __enter__(self) -> DisconnectWatch:
         self._task = asyncio.current_task()
         self._active = True
-        self._watcher = asyncio.get_running_loop().create_task(self._watch())
+        self._timer = asyncio.get_running_loop().call_later(self._delay, self._start)
         return self
+
+    def _start(self) -> None:
+        if self._active:
+            self._watcher = asyncio.get_running_loop().create_task(self._watch())
 
     def __exit__(
         self,
@@ -118,6 +128,8 @@ class DisconnectWatch:
         tb: TracebackType | None,
     ) -> bool:
         self._active = False
+        if self._timer is not None:
+            self._timer.cancel()
         if self._watcher is not None:
             self._watcher.cancel()
         if self.gone and self._task is not None:
