@@ -58,6 +58,7 @@ _BLANKS = " \t\r\n"
 _ATTR = re.compile(r'([A-Za-z_][\w-]*)\s*=\s*"([^"]*)"')
 _TAG = re.compile(rf"<(/?){re.escape(TOKEN)}\s*([A-Za-z_]+)\s*([^>]*)>")
 _MAX_TAG = 512
+_TAG_HEADS = ("<" + TOKEN, "</" + TOKEN)  # how a tag begins
 
 
 def _json_or_text(text: str) -> Any:
@@ -154,6 +155,24 @@ class DsmlScanner(CallScanner):
             self._fed.append(text)
             self._call_raw.append(text)
             return sink.feed(text)
+        held = self._buf.text
+        if held and self._state == "value":
+            tail = held + text
+            if _VALUE_END.is_partial(tail) and _VALUE_END.search(tail) is None:
+                # the value's end tag still arriving: `until` holds all of it back again
+                # (and the value gets "", which changes nothing)
+                self._fed.append(text)
+                self._buf.add(text)
+                return ""
+            return None
+        if held and ">" not in text and (self._state == "block" or self._state == "invoke"):
+            # a tag still arriving: `_next_tag` goes on waiting for its `>` (and `_json_body`
+            # does not take a buffer that starts with `<`)
+            tag = held.lstrip(_BLANKS) + text
+            if tag.startswith(_TAG_HEADS) and len(tag) <= _MAX_TAG and ">" not in tag:
+                self._fed.append(text)
+                self._buf.add(text)
+                return ""
         return None
 
     def feed(self, text: str) -> ScanResult:

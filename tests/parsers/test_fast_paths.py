@@ -211,3 +211,21 @@ def test_string_arguments_take_the_fast_path(family: str, monkeypatch: pytest.Mo
     taken.clear()
     per_feed(plan, chunks, False)
     assert taken == []  # the general path never uses it
+
+
+def test_dsml_tags_arriving_take_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """DSML tags are long: while one arrives (no `>` yet), the chunks only grow the buffer
+    (`DsmlScanner.stream` returns "") instead of re-reading the tag each feed."""
+    waits: list[str] = []
+    args = Emitter.args
+
+    def spy(self: Emitter, fragment: str) -> list[Delta]:
+        waits.extend([fragment] if not fragment else [])
+        return args(self, fragment)
+
+    monkeypatch.setattr(Emitter, "args", spy)
+    text = STRING_ARGUMENTS["deepseek_v4"]
+    plan = make_plan(tool_parser="deepseek_v4", generation=2)
+    chunks = [text[i : i + 4] for i in range(0, len(text), 4)]
+    assert_same(plan, text, chunks)
+    assert len(waits) >= 10
