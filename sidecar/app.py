@@ -166,6 +166,8 @@ class Sidecar:
                 await send({"type": "http.response.body", "body": b""})
             if watch.gone:  # the client went away: the engine stream is closed below
                 status, code = 499, "client_disconnected"
+        except OSError:  # ASGI servers other than uvicorn may raise on sending to a gone client
+            status, code = 499, "client_disconnected"
         finally:
             await engine_stream.aclose()  # no await inside: completes even when cancelled
             self.metrics.done(status, time.perf_counter() - started, True, code)

@@ -6,6 +6,7 @@ sidecars served by uvicorn in front; clients are the real `openai` package and h
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import threading
@@ -15,9 +16,13 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from sidecar_harness import MODEL, Deployment
+from sidecar_harness import MODEL, Deployment, adapter_for
 
+from parsers.settings import load_settings
+from sidecar.app import build_app
+from sidecar.config import SidecarConfig, Timeouts
 from sidecar.fake_engine import Script
+from sidecar.prompt import ChatTemplate
 
 pytestmark = pytest.mark.parser_mode_independent(
     reason="each sidecar is configured with an explicit DYN_PARSER_VERSION"
@@ -384,3 +389,45 @@ def test_client_disconnect_cancels_a_non_streamed_request(deployment: Deployment
     _wait_for(lambda: deployment.engine.cancelled >= cancelled + 1)
     _wait_for(lambda: 'status="499"' in httpx.get(f"{url}/metrics").text)
     _assert_still_serving(url)
+
+
+def test_send_raising_oserror_ends_the_stream_and_cancels_the_engine(
+    deployment: Deployment,
+) -> None:
+    """ASGI servers other than uvicorn (hypercorn) raise OSError when sending to a client
+    that left: the stream stops, the engine request is cancelled, 499 is recorded."""
+    settings = load_settings({})
+    config = SidecarConfig(
+        deployment.kind, deployment.engine_server.url, MODEL, settings, timeouts=Timeouts(read=5)
+    )
+    app = build_app(config, adapter_for(deployment.kind), ChatTemplate.builtin(None, None))
+    messages = script(deployment, "slow-oserror", text="x", chunks=["tok "] * 100, delay=0.02)
+    body = json.dumps({"model": MODEL, "messages": messages, "stream": True}).encode()
+    cancelled = deployment.engine.cancelled
+
+    async def run() -> list[bytes]:
+        sent: list[bytes] = []
+        requests = [{"type": "http.request", "body": body, "more_body": False}]
+
+        async def receive() -> dict[str, Any]:
+            if requests:
+                return requests.pop()
+            await asyncio.sleep(3600)  # never reports a disconnect: only send() fails
+            raise AssertionError
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.body" and len(sent) >= 3:
+                raise OSError("client gone")
+            sent.append(message.get("body", b""))
+
+        scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions",
+                 "headers": [(b"content-type", b"application/json")]}  # fmt: skip
+        await asyncio.wait_for(app(scope, receive, send), 10)
+        await app.sidecar.engine.aclose()
+        return sent
+
+    sent = asyncio.run(run())
+    assert len(sent) == 3  # start, role chunk, one relayed batch; then the failing send
+    _wait_for(lambda: deployment.engine.cancelled >= cancelled + 1)
+    metrics = app.sidecar.metrics.render().decode()
+    assert 'sidecar_requests_total{engine="' + deployment.kind + '",status="499"} 1.0' in metrics
