@@ -57,43 +57,46 @@ COPY . /src/
 # ---- Builder stages: one per sidecar, ONE shared cache mount per architecture -----------------
 # Every builder runs through `buildtool cache-build`, which keeps its stamp on the mount: when the
 # workspace bytes changed (even same size with an old mtime) it moves every input's mtime past the
-# artifacts there, so setuptools rebuilds; when nothing changed the artifacts are reused. The mount
-# is not part of the image, so each stage installs its wheel into an install tree kept on the mount
-# (only changed files are replaced and byte-compiled: buildtool/images/install.py) and copies it
-# to /out (a root tree: /out/opt/venv/...), which the runtime target copies in one COPY.
+# artifacts there, so setuptools rebuilds; when nothing changed the artifacts are reused. One wheel
+# holds all three sidecars, so the builders share one folder on the mount (/cache/wheel, one stamp):
+# the first builder after a change builds the wheel, the next two find it newer than every input
+# and reuse it (buildtool/images/artifact.py). The mount is not part of the image, so each stage
+# installs the wheel into an install tree kept on the mount (only changed files are replaced and
+# byte-compiled: buildtool/images/install.py) and copies it to /out (a root tree:
+# /out/opt/venv/...), which the runtime target copies in one COPY.
 # tests/images/test_dockerfile.py rejects a builder without the helper, another cache id or
 # another sharing mode.
 FROM builder-base AS build-vllm
 ARG TARGETARCH
 COPY --from=helper-tests /helper-tests.ok /tmp/
 RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,target=/cache,sharing=locked \
-    python3 -B -m buildtool cache-build --workspace /src --cache /cache/vllm \
-        --exclude wheelhouse/ --clean-on-removal /cache/vllm/build \
+    python3 -B -m buildtool cache-build --workspace /src --cache /cache/wheel \
+        --exclude wheelhouse/ --clean-on-removal /cache/wheel/build \
         -- python3 -B -m buildtool.images.artifact --sidecar vllm \
-        --build-dir /cache/vllm/build --dist-dir /cache/vllm/dist \
- && python3 -B -m buildtool.images.install --wheel-dir /cache/vllm/dist --tree /cache/vllm/tree \
+        --build-dir /cache/wheel/build --dist-dir /cache/wheel/dist \
+ && python3 -B -m buildtool.images.install --wheel-dir /cache/wheel/dist --tree /cache/wheel/tree \
         --out /out
 
 FROM builder-base AS build-sglang
 ARG TARGETARCH
 COPY --from=helper-tests /helper-tests.ok /tmp/
 RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,target=/cache,sharing=locked \
-    python3 -B -m buildtool cache-build --workspace /src --cache /cache/sglang \
-        --exclude wheelhouse/ --clean-on-removal /cache/sglang/build \
+    python3 -B -m buildtool cache-build --workspace /src --cache /cache/wheel \
+        --exclude wheelhouse/ --clean-on-removal /cache/wheel/build \
         -- python3 -B -m buildtool.images.artifact --sidecar sglang \
-        --build-dir /cache/sglang/build --dist-dir /cache/sglang/dist \
- && python3 -B -m buildtool.images.install --wheel-dir /cache/sglang/dist --tree /cache/sglang/tree \
+        --build-dir /cache/wheel/build --dist-dir /cache/wheel/dist \
+ && python3 -B -m buildtool.images.install --wheel-dir /cache/wheel/dist --tree /cache/wheel/tree \
         --out /out
 
 FROM builder-base AS build-trtllm
 ARG TARGETARCH
 COPY --from=helper-tests /helper-tests.ok /tmp/
 RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,target=/cache,sharing=locked \
-    python3 -B -m buildtool cache-build --workspace /src --cache /cache/trtllm \
-        --exclude wheelhouse/ --clean-on-removal /cache/trtllm/build \
+    python3 -B -m buildtool cache-build --workspace /src --cache /cache/wheel \
+        --exclude wheelhouse/ --clean-on-removal /cache/wheel/build \
         -- python3 -B -m buildtool.images.artifact --sidecar trtllm \
-        --build-dir /cache/trtllm/build --dist-dir /cache/trtllm/dist \
- && python3 -B -m buildtool.images.install --wheel-dir /cache/trtllm/dist --tree /cache/trtllm/tree \
+        --build-dir /cache/wheel/build --dist-dir /cache/wheel/dist \
+ && python3 -B -m buildtool.images.install --wheel-dir /cache/wheel/dist --tree /cache/wheel/tree \
         --out /out
 
 # ---- Runtime targets ----------------------------------------------------------------------------

@@ -4,12 +4,19 @@ Run by `buildtool cache-build` (which aligns the workspace mtimes to the stamp f
 setuptools' mtime-based `build_py` copies exactly the sources that changed since the artifacts in
 the build folder were made, and a same-size edit with an old mtime is still copied:
     python3 -B -m buildtool.images.artifact --sidecar vllm --build-dir DIR --dist-dir DIR
-Prints one line starting with `artifact:` per build, which the image tests look for.
+Prints `artifact: building ...` when it builds, which the image tests look for.
+
+The wheel holds all three sidecars, so the builders share one cache folder: the first to run
+after a change builds it, the others find it fresh by make's rule — the wheel is newer than
+every input. That rule is sound only under the helper: a changed input moves every input's
+mtime past the wheel (and the helper waits for that time to pass before the build, so the new
+wheel is newer again), an unchanged one puts them back.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 import warnings
@@ -20,6 +27,10 @@ from pathlib import Path
 from buildtool.images.targets import SIDECARS
 
 MARKER = "artifact: building"
+REUSED = "artifact: reusing"
+# Never inputs of the wheel (the helper's --exclude, byte-code, VCS). Anything else counts: an
+# extra file can only cause a rebuild, never a stale reuse.
+SKIPPED = frozenset({"wheelhouse", "__pycache__", ".git"})
 
 
 class ArtifactError(RuntimeError):
@@ -57,6 +68,31 @@ def build_wheel(workspace: Path, build_dir: Path, dist_dir: Path) -> Path:
     return wheels[0]
 
 
+def newest_input_mtime_ns(workspace: Path) -> int:
+    newest = 0
+    stack = [workspace]
+    while stack:
+        with os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                if entry.name in SKIPPED or entry.name.endswith(".pyc"):
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(Path(entry.path))
+                else:
+                    newest = max(newest, entry.stat(follow_symlinks=False).st_mtime_ns)
+    return newest
+
+
+def fresh_wheel(workspace: Path, dist_dir: Path) -> Path | None:
+    """The one wheel in `dist_dir` when it is strictly newer than every input, else None."""
+    wheels = sorted(dist_dir.glob("*.whl")) if dist_dir.is_dir() else []
+    if len(wheels) != 1:
+        return None
+    if wheels[0].stat().st_mtime_ns <= newest_input_mtime_ns(workspace):
+        return None
+    return wheels[0]
+
+
 def check_entry_point(wheel: Path, sidecar: str) -> None:
     """The image's ENTRYPOINT is `sidecar-NAME`: the wheel must declare that console script."""
     with zipfile.ZipFile(wheel) as zf:
@@ -72,9 +108,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--build-dir", required=True, type=Path)
     parser.add_argument("--dist-dir", required=True, type=Path)
     args = parser.parse_args(argv)
-    print(f"{MARKER} the wheel for sidecar-{args.sidecar} in {args.build_dir}", flush=True)
+    workspace = Path.cwd()
     try:
-        wheel = build_wheel(Path.cwd(), args.build_dir, args.dist_dir)
+        wheel = fresh_wheel(workspace, args.dist_dir)
+        if wheel is not None:
+            print(f"{REUSED} {wheel} (newer than every input)", flush=True)
+        else:
+            print(f"{MARKER} the wheel for sidecar-{args.sidecar} in {args.build_dir}", flush=True)
+            wheel = build_wheel(workspace, args.build_dir, args.dist_dir)
         check_entry_point(wheel, args.sidecar)
     except (ArtifactError, SystemExit, OSError) as exc:
         print(f"artifact: error: {exc}", file=sys.stderr)

@@ -79,7 +79,7 @@ def test_runtime_targets() -> None:
         assert by_kw["ENTRYPOINT"].startswith(f'["{target}"')
 
 
-BUILDER_RUN = "python3 -B -m buildtool cache-build --workspace /src --cache /cache/vllm"
+BUILDER_RUN = "python3 -B -m buildtool cache-build --workspace /src --cache /cache/wheel"
 
 
 @pytest.mark.parametrize(
@@ -95,7 +95,7 @@ BUILDER_RUN = "python3 -B -m buildtool cache-build --workspace /src --cache /cac
         (",sharing=locked", "", "cache sharing None"),
         (
             BUILDER_RUN,
-            "python3 -m pip wheel --wheel-dir /cache/vllm /src && true",
+            "python3 -m pip wheel --wheel-dir /cache/wheel /src && true",
             "without `python3 -B -m buildtool cache-build`",
         ),
         ("ARG TARGETARCH\n", "", "without `ARG TARGETARCH`"),
