@@ -85,6 +85,8 @@ _INDEX = re.compile(r"\s*0*([1-9][0-9]*)\s*")
 _TOOL_CHANNELS = frozenset({"tools", "call", "argument", "json"})
 _CHANNELS = frozenset({"think", "response", "message"}) | _TOOL_CHANNELS
 _WS = " \t\r\n"
+_MARKER_HEADS = (OPEN, CLOSE)
+_WAIT_LIMIT = len(OPEN) + _MAX_BODY + len(SEP)  # read_marker's limit for the shorter head
 _QUOTE_CHARS = re.compile("[\"'`\n]")  # what the quote tracker looks at
 
 State = Literal["top", "think", "response", "tools", "call", "value", "guided", "end"]
@@ -324,8 +326,23 @@ class KimiK3Machine(FamilyMachine):
         held back, goes out directly — what `_run` and `_plain` do with it, without the event
         round trip. (`chunk`: the name `StreamParser.feed` gives its argument.)"""
         text = chunk
+        held = self._buf
         if (
-            not self._buf
+            held
+            and held.find("<", 1) == -1
+            and "<" not in text
+            and held.startswith(_MARKER_HEADS)
+            and len(held) + len(text) < _WAIT_LIMIT
+            and self._state != "end"
+            and self._state != "guided"
+            and not (self._forced and not self._answer_started)
+        ):
+            # a marker whose `<|sep|>` has not come yet (`read_marker` says wait): the chunk
+            # holds no token start, so it goes on waiting
+            self._buf = held + text
+            return []
+        if (
+            not held
             and text
             and "<" not in text
             and len(text) <= PIECE
