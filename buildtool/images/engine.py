@@ -62,9 +62,12 @@ def connect(
     base_url: str | None = None,
     environ: Mapping[str, str] | None = None,
     timeout: int = 10,
+    operation_timeout: int = 300,
 ) -> Engine | None:
     """The engine at `base_url`, else where `environ` (DOCKER_HOST, DOCKER_TLS_VERIFY, ...) says,
-    else the default socket; None when it does not answer a ping."""
+    else the default socket; None when it does not answer a ping within `timeout` seconds.
+    Later calls may take up to `operation_timeout`: a busy engine (builds running) can spend
+    longer than the ping's 10 s removing or importing a large image, or starting a container."""
     try:
         client = (
             docker.DockerClient(base_url=base_url, timeout=timeout)
@@ -75,6 +78,7 @@ def connect(
         version = client.version()
     except (docker.errors.DockerException, OSError):
         return None
+    client.api.timeout = operation_timeout
     info = EngineInfo(
         version=str(version.get("Version", "?")),
         api_version=str(version.get("ApiVersion", "?")),
