@@ -149,6 +149,28 @@ class _Call:
             and self._counter_id is None
         )
 
+    def marker_waits(self, text: str) -> bool:
+        """`feed(text)` for a chunk without `<` while the call waits: in its header (for a
+        `<` or a cut marker at `_hscan`) or, after the arguments outside JSON strings, on a
+        cut marker that the chunk does not finish. The held text grows."""
+        if not self._buf:
+            return False
+        held = self._buf + text
+        if not self._named:
+            if self._hscan == len(self._buf):  # no `<` in the header yet
+                self._buf, self._hscan = held, len(held)
+                return True
+            stops: tuple[str, ...] = _HEADER_STOPS
+            at = self._hscan
+        elif not self._in_string and not self._raw_mode:
+            stops, at = _ARG_STOPS, 0
+        else:
+            return False
+        if _marker_at(held, at, stops, False) is not None:
+            return False
+        self._buf = held
+        return True
+
     def string_run(self, text: str) -> str | None:
         """`feed(text)` for such a chunk (what `_arguments` and `_take` do with it): the
         argument fragment, or None (nothing changed) when the reader is not in a string."""
@@ -436,6 +458,17 @@ class _Scanner(CallScanner):
             if fragment:
                 self._emitted = True
             return fragment
+        if "<" in text:
+            return None
+        # a marker still arriving (`_marker_at` says wait) and the chunk cannot start another:
+        # it goes on waiting, in the section text or after a call's arguments
+        if call is None:
+            held = self._buf + text
+            if self._buf and _marker_at(held, 0, _SECTION_STOPS, False) is None:
+                self._buf = held
+                return ""
+        elif call.marker_waits(text):
+            return ""
         return None
 
     def feed(self, text: str) -> ScanResult:
