@@ -236,13 +236,15 @@ class ChunkedDecoder:
 
 
 class Connection:
+    """One TCP (or TLS) connection to the origin."""
+
     def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.reader = reader
         self.writer = writer
         self.idle_since = 0.0
 
     def usable(self, now: float) -> bool:
-        """Idle connection still worth reusing: open, not expired, nothing unread on it."""
+        """Idle connection still worth reusing: not closed by either side, not expired."""
         return (
             not self.reader.at_eof()
             and not self.writer.is_closing()
