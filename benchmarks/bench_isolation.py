@@ -1,10 +1,11 @@
 """Per-test overhead of isolated tests: fork server vs plain spawn, side by side, same tests.
 
 Generates a small project whose tests import a module reading an environment setting at import
-and the real `parsers` package, then times three pytest runs of the same tests in fresh
-processes: in-process (the isolation plugin disabled: the baseline), isolated with the fork
-server, isolated with plain spawn. Overhead per test = (run - baseline) / tests. The fork-server
-figure is shown with and without its one-off warm-up (reported by the plugin).
+and, in the second and third sets, the real `parsers` package (imported only; then used: a
+route from the child's settings and a parsed call), then times three pytest runs of the same
+tests in fresh processes: in-process (the isolation plugin disabled: the baseline), isolated
+with the fork server, isolated with plain spawn. Overhead per test = (run - baseline) / tests.
+The fork-server figure is shown with and without its one-off warm-up (reported by the plugin).
 
 Goal (issue 5): fork server <= 60 ms per test, and >= 2.5x faster than spawn.
 
@@ -49,6 +50,31 @@ def test_case(n):
 
     assert settings_probe.MODE in ("2", None)
     assert parsers.ConfigError
+""",
+    # What the routing suite's children do: the real startup path (settings from the child's
+    # environment, a route), then one call streamed by the engine and a family grammar, so
+    # every part of `parsers` a route or stream test needs is imported in each child.
+    "uses parsers": """
+import pytest
+
+import settings_probe
+
+TOOLS = [{{"type": "function", "function": {{"name": "f", "parameters": {{}}}}}}]
+
+
+@pytest.mark.isolated(env={{"DYN_PARSER_VERSION": "2"}})
+@pytest.mark.parametrize("n", range({count}))
+def test_case(n):
+    import parsers
+
+    settings = parsers.load_settings(tool_parser="hermes")
+    route = parsers.select_route(settings, {{"tools": TOOLS, "tool_choice": "auto"}})
+    # The child's environment says V2; the in-process baseline has the caller's (unset: V1).
+    assert route.kind == ("parser_v2" if settings_probe.MODE == "2" else "legacy_jail")
+    text = '<tool_call>{{"name": "f", "arguments": {{"n": %d}}}}</tool_call>' % n
+    message = parsers.parse(text, tool_parser="hermes", tools=TOOLS)
+    assert [call.name for call in message.tool_calls] == ["f"]
+    assert settings_probe.MODE in ("2", None)
 """,
 }
 

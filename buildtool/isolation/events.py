@@ -27,7 +27,8 @@ class ChildReporter:
     """Registered in the child's pytest session; records what ran, never changes outcomes.
 
     It also refuses to run anything but the one expected test: when selection yields other or
-    several tests, it records them and runs none (the parent reports which).
+    several tests, it records them and runs none (the parent reports which). Of a parametrized
+    function it has pytest build only the calls named by the node id (`keep_only_the_test`).
     """
 
     def __init__(self, report_path: str, nodeid: str, env: dict[str, str | None]) -> None:
@@ -45,6 +46,12 @@ class ChildReporter:
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config: pytest.Config) -> None:
         self._config = config
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> Generator[None, object, object]:
+        result = yield
+        keep_only_the_test(metafunc, self.nodeid)
+        return result
 
     @pytest.hookimpl(wrapper=True)
     def pytest_collection(self) -> Generator[None, object, object]:
@@ -79,6 +86,34 @@ class ChildReporter:
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, exitstatus: int) -> None:
         self.emit("finish", exitstatus=int(exitstatus))
+
+
+def keep_only_the_test(metafunc: pytest.Metafunc, nodeid: str) -> None:
+    """Of a parametrized function's calls, only those named `nodeid` become test items.
+
+    pytest would build an item for every call, then keep the ones the node id names: for a
+    test parametrized hundreds of ways, most of the child's collection. The calls' names are
+    made as pytest makes them; when none has the node id's name, all are kept, so a node id
+    that matches none or several of them is still reported as such.
+    """
+    definition = metafunc.definition.nodeid
+    if nodeid != definition and not nodeid.startswith(definition + "["):
+        return  # another function of the module
+    calls: Any = getattr(metafunc, "_calls", None)
+    if not isinstance(calls, list) or not calls:
+        return
+    base = metafunc.definition.name
+    wanted_name = base + nodeid[len(definition) :]
+
+    def name(call: Any) -> str:
+        return f"{base}[{call.id}]" if getattr(call, "_idlist", True) else base
+
+    try:
+        wanted = [call for call in calls if name(call) == wanted_name]
+    except AttributeError:  # another pytest: build them all, as pytest does
+        return
+    if wanted:
+        calls[:] = wanted
 
 
 def read_events(path: Path) -> tuple[list[Event], str | None]:

@@ -213,3 +213,57 @@ def test_a_forked_child_starts_pytest_as_a_spawned_one(pytester: pytest.Pytester
     assert forked["fixtures"]["tmp_path"]  # the probe saw pytest's own fixtures
     assert forked["blocked"] is True  # the parent's -p no:junitxml reached the child
     assert forked == spawned
+
+
+COUNTING_CONFTEST = """
+import json, os
+import pytest
+
+@pytest.hookimpl(wrapper=True)
+def pytest_pycollect_makeitem(collector, name, obj):
+    items = yield
+    out = os.environ.get("ITEMS_OUT")
+    if out and name.startswith("test_"):
+        built = items if isinstance(items, list) else [items]
+        with open(out, "a") as fh:
+            fh.write(json.dumps([item.name for item in built if item is not None]) + "\\n")
+    return items
+"""
+
+
+def test_a_child_builds_only_its_own_parametrized_item(pytester: pytest.Pytester) -> None:
+    out = pytester.path / "items.jsonl"
+    pytester.makeconftest(COUNTING_CONFTEST)
+    pytester.makepyfile(
+        test_many=f"""
+import os
+import pytest
+
+@pytest.fixture(params=["p", "q"])
+def letter(request):
+    return request.param
+
+@pytest.mark.isolated(env={{"ITEMS_OUT": {str(out)!r}}})
+@pytest.mark.parametrize("n", range(30))
+def test_many(n, letter):
+    assert (n, letter) != (7, "q")  # this one fails: its own parameters reached it
+
+def test_other():
+    pass
+"""
+    )
+    rec = pytester.inline_run("-k", "test_many and (3 or 7)")
+    passed = sorted(
+        r.nodeid.split("::")[1] for r in rec.getreports() if r.when == "call" and r.passed
+    )
+    failed = sorted(
+        r.nodeid.split("::")[1] for r in rec.getreports() if r.when == "call" and r.failed
+    )
+    assert failed == ["test_many[q-7]"]
+    assert len(passed) == 11 and "test_many[p-3]" in passed and "test_many[q-23]" in passed
+    built = [json.loads(line) for line in out.read_text().splitlines()]
+    # What each of the 12 children built for the module's two functions: its own item (of 60)
+    # and the other function's.
+    assert len(built) == 24
+    assert sorted(len(names) for names in built) == [1] * 24
+    assert sum(names == ["test_other"] for names in built) == 12
