@@ -169,9 +169,10 @@ class JsonValueReader:
 
     def feed(self, text: str, pos: int = 0) -> tuple[str, int]:
         n = len(text)
-        run = self.string_run(text, pos)
-        if run is not None:
-            return run, n
+        if self._in_string:  # (checked here: most calls start outside a string)
+            run = self.string_run(text, pos)
+            if run is not None:
+                return run, n
         out: list[str] = []
         i = pos
         while i < n and not self.done and self.error is None:
