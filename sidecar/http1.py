@@ -14,12 +14,13 @@ The wire format is parsed by the pure functions below; `Client` and `Response` d
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import ssl
 import time
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 log = logging.getLogger(__name__)
 
@@ -66,6 +67,7 @@ class Origin:
     host: str
     port: int
     base_path: str = ""
+    authorization: str | None = None  # `user:password@` in the URL: HTTP basic auth
 
     @classmethod
     def from_url(cls, url: str) -> Origin:
@@ -73,7 +75,13 @@ class Origin:
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"not an http(s) URL with a host: {url!r}")
         default = 443 if parts.scheme == "https" else 80
-        return cls(parts.scheme, parts.hostname, parts.port or default, parts.path.rstrip("/"))
+        auth = None
+        if parts.username is not None:
+            user_pass = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+            auth = "Basic " + base64.b64encode(user_pass.encode()).decode("ascii")
+        return cls(
+            parts.scheme, parts.hostname, parts.port or default, parts.path.rstrip("/"), auth
+        )
 
     @property
     def host_header(self) -> str:
@@ -383,6 +391,8 @@ class Client:
         `timeout` overrides both the connect and the read timeout for this request.
         """
         read_timeout = self.read_timeout if timeout is None else timeout
+        if self.origin.authorization is not None:
+            headers = [("authorization", self.origin.authorization), *headers]
         data = encode_request(
             method, self.origin.base_path + path, self.origin.host_header, body, headers
         )

@@ -109,6 +109,22 @@ def test_request_bytes_and_content_length_body() -> None:
     assert (status, data, length) == (200, b"hello", "5")
 
 
+def test_user_and_password_in_the_url_are_sent_as_basic_auth() -> None:
+    async def body(server: Server) -> bytes:
+        host = server.url.removeprefix("http://")
+        c = client(f"http://al%40ice:p%3Ass@{host}/base")
+        response = await c.request("GET", "/health")
+        await response.read()
+        await response.aclose()
+        await c.aclose()
+        return server.requests[0]
+
+    request = run(with_server(answer_each(OK), body))
+    # base64 of "al@ice:p:ss" (percent-escapes decoded, as httpx did)
+    assert b"\r\nauthorization: Basic YWxAaWNlOnA6c3M=\r\n" in request
+    assert request.startswith(b"GET /base/health HTTP/1.1\r\n")
+
+
 def test_request_is_written_whole() -> None:
     async def body(server: Server) -> bytes:
         c = client(server.url + "/base")
