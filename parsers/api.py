@@ -90,9 +90,10 @@ class StreamParser:
         return self._engine.feed(chunk)
 
     def finish(self, reason: str = "stop") -> list[Delta]:
-        deltas = self._engine.finish(reason)
-        self.feed = self._engine.feed  # type: ignore[method-assign]
-        return deltas
+        try:
+            return self._engine.finish(reason)
+        finally:
+            self.feed = self._engine.feed  # type: ignore[method-assign]  # it raises now
 
 
 class Aggregate:

@@ -370,6 +370,21 @@ class Qwen3CoderScanner(CallScanner):
             value.prev = text[-1]  # what `value.drop` does with it
             value.pos -= len(text)
             return sink.feed(text)
+        if (
+            self._state == "value"
+            and value is not None
+            and value.text
+            and value.pos <= 0
+            and value.hold is None
+            and not self._buf.text
+        ):
+            # a tag the value holds back, still only a prefix with this chunk: `scan` holds
+            # it all back again (and the value gets "", which changes nothing)
+            tail = value.text + text
+            if _VALUE_MARKS.is_partial(tail) and _VALUE_MARKS.search(tail) is None:
+                self._fed.append(text)
+                value.text = tail
+                return ""
         return None
 
     def feed(self, text: str) -> ScanResult:
