@@ -36,6 +36,7 @@ class ChildReporter:
         self.env = env  # the test's requested env (for the `isolated_env` fixture)
         self._path = report_path
         self._config: pytest.Config | None = None
+        self._session: pytest.Session | None = None
 
     def emit(self, event: str, **fields: Any) -> None:
         line = json.dumps({"event": event, "t": time.time(), **fields}, default=repr) + "\n"
@@ -46,6 +47,28 @@ class ChildReporter:
     @pytest.hookimpl(tryfirst=True)
     def pytest_configure(self, config: pytest.Config) -> None:
         self._config = config
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self._session = session
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_ignore_collect(self, collection_path: Path) -> bool | None:
+        """Skip the directories and files beside the path to the test's file.
+
+        pytest walks from the rootdir down to the file the node id names, making a node for
+        every entry of each directory on the way, then keeps only the one on the path; the
+        others are never imported or collected. Skipping them early changes nothing but the
+        time (tens of entries in a real tree). Anything inside a directory given whole, or
+        not directly beside the path, is left to pytest.
+        """
+        session = self._session
+        if session is None or session.isinitpath(collection_path, with_parents=True):
+            return None
+        parent = collection_path.parent
+        if session.isinitpath(parent) or not session.isinitpath(parent, with_parents=True):
+            return None
+        return True
 
     @pytest.hookimpl(wrapper=True)
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> Generator[None, object, object]:

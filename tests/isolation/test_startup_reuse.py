@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import types
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -267,3 +268,41 @@ def test_other():
     assert len(built) == 24
     assert sorted(len(names) for names in built) == [1] * 24
     assert sum(names == ["test_other"] for names in built) == 12
+
+
+VISITING_CONFTEST = """
+import os
+
+def _note(path):
+    out = os.environ.get("VISITED_OUT")
+    if out:
+        with open(out, "a") as fh:
+            fh.write(os.path.relpath(str(path)) + "\\n")
+
+def pytest_collect_file(file_path, parent):
+    _note(file_path)
+
+def pytest_collect_directory(path, parent):
+    _note(path)
+"""
+
+
+def test_a_child_walks_only_the_path_to_its_test_file(pytester: pytest.Pytester) -> None:
+    out = pytester.path / "visited.txt"
+    pytester.makeconftest(VISITING_CONFTEST)
+    for sibling in ("alpha", "beta"):
+        pytester.mkdir(sibling)
+        (pytester.path / sibling / "test_side.py").write_text("def test_side():\n    pass\n")
+    pytester.mkdir("inner")
+    (pytester.path / "inner" / "test_before.py").write_text("def test_before():\n    pass\n")
+    (pytester.path / "inner" / "test_target.py").write_text(
+        "import pytest\n\n"
+        f"@pytest.mark.isolated(env={{'VISITED_OUT': {str(out)!r}}})\n"
+        "def test_target():\n    pass\n"
+    )
+    rec = pytester.inline_run("inner/test_target.py")
+    rec.assertoutcome(passed=1)
+    visited = out.read_text().split()
+    # The child made no node for the siblings pytest would have dropped; it still found its own.
+    assert "inner" in visited and os.path.join("inner", "test_target.py") in visited
+    assert not {"alpha", "beta", os.path.join("inner", "test_before.py")} & set(visited)
