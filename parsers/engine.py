@@ -7,7 +7,6 @@ from collections.abc import Callable
 from parsers.emit import Emitter
 from parsers.families import reasoning_grammar, tool_grammar
 from parsers.families.base import (
-    PIECE,
     CallContext,
     ChannelGrammar,
     Event,
@@ -18,7 +17,7 @@ from parsers.families.base import (
     ToolGrammar,
 )
 from parsers.ids import IdFactory, new_call_id
-from parsers.machine import MarkerMachine
+from parsers.machine import MarkerMachine, feed_in_pieces
 from parsers.plan import ParsePlan
 from parsers.types import Delta
 
@@ -82,15 +81,7 @@ class Engine:
         text = chunk
         if self._finished:
             raise RuntimeError("feed() after finish()")
-        if len(text) <= PIECE:
-            return self._emitter.push(self._machine.feed(text)) if text else []
-        # A long text goes through in bounded pieces: a machine may copy "the rest of this
-        # chunk" once per marker, which must not make one huge chunk quadratic. Chunk
-        # invariance makes the result the same.
-        out: list[Delta] = []
-        for i in range(0, len(text), PIECE):
-            out += self._emitter.push(self._machine.feed(text[i : i + PIECE]))
-        return out
+        return feed_in_pieces(self._machine.feed, self._emitter.push, text)
 
     def finish(self, reason: str = "stop") -> list[Delta]:
         if self._finished:

@@ -87,19 +87,21 @@ class MarkerMachine(FamilyMachine):
         }
         self._strip_reasoning = not reasoning_on
         # Characters that may matter to the prose scan: marker starts, quote/code characters
-        # and newlines; a chunk without any of them is emitted as it is (fast path).
+        # and newlines; a chunk without any of them is emitted as it is (fast path). None when
+        # a marker can start with a blank: the fast path joins held-back blanks to the next
+        # chunk. (The machine keeps to at most 30 attributes: beyond that CPython stores them
+        # in a plain dict and every attribute access gets slower.)
+        blank_markers = any(c in _WS for ms in self._markers.values() for c in ms.first_chars)
         self._fast_re = {
             mode: re.compile("[" + re.escape(ms.first_chars + "\"'`\n") + "]")
             for mode, ms in self._markers.items()
+            if not blank_markers
         }
         # only marker starts: a chunk without them changes no more than the quote state
         self._marker_re = {
             mode: re.compile("[" + re.escape(ms.first_chars) + "]" if ms else "(?!)")
             for mode, ms in self._markers.items()
         }
-        # the fast path joins held-back blanks to the next chunk: only right when no marker
-        # can start with a blank
-        self._blank_markers = any(c in _WS for ms in self._markers.values() for c in ms.first_chars)
         self._mode: Mode = "reasoning" if (reasoning_on and plan.start_in_reasoning) else "content"
         # Output that starts inside reasoning (forced or prefilled) may still begin with the
         # opener (Kimi K2.5 writes `<think>`): a leading opener (after blanks) is markup.
@@ -110,10 +112,11 @@ class MarkerMachine(FamilyMachine):
         # Whitespace right before a call start, and between a call and the end of output, is
         # markup, not content (`text. <tool_call>` gives content `text.`).
         self._after_call = False
-        self._lead_ws = ""  # whitespace stripped before the current region's start marker
         # call region state
         self._scanner: CallScanner | None = None
-        self._start = ""  # the start marker of the current region
+        # the current region's start marker with the blanks before it (markup; text again if
+        # the region is rejected)
+        self._start = ""
         self._return: Literal["content", "reasoning"] = "content"
         # V1 jail state
         self._jail: list[str] = []
@@ -122,7 +125,6 @@ class MarkerMachine(FamilyMachine):
         self._jail_factory: Callable[[], CallScanner] | None = None
         self._push: Callable[[list[Event]], list[Delta]] = _no_push
         self._args: Callable[[str], list[Delta]] = _no_feed
-        self._general: Callable[[str], list[Delta]] = _no_feed
         self._plain_re = self._plain_state()
 
     # -- public --
@@ -138,11 +140,11 @@ class MarkerMachine(FamilyMachine):
         self, emitter: Emitter, general: Callable[[str], list[Delta]]
     ) -> Callable[[str], list[Delta]]:
         """The chunk-to-deltas function with the streaming fast paths (`deltas`) for this
-        machine's `emitter`; `general` is `emitter.push(feed(text))` with its checks (a
-        finished engine, a chunk longer than `PIECE`)."""
+        machine's `emitter`. (`general` is not needed: `deltas` itself sends other chunks
+        through `feed` and `emitter.push`, long ones in pieces; the engine binds it only until
+        finish.)"""
         self._push = emitter.push
         self._args = emitter.args
-        self._general = general
         return self.deltas
 
     def deltas(self, chunk: str) -> list[Delta]:
@@ -188,9 +190,9 @@ class MarkerMachine(FamilyMachine):
                     fields["reasoning_content"] = text
                 fields["tool_calls"] = []
                 return [d]
-        if not text or len(text) > PIECE:
-            return self._general(text)
         push = self._push
+        if not text or len(text) > PIECE:
+            return feed_in_pieces(self.feed, push, text)
         if rx is not None:
             buf = self._buf
             # plain: not even a quote, backtick or newline (nor in held-back blanks)
@@ -248,14 +250,14 @@ class MarkerMachine(FamilyMachine):
         """The fast-path regex when the state is plain prose, else None (recomputed after
         every full scan; the fast path itself changes none of these)."""
         mode = self._mode
+        rx = self._fast_re.get(mode)  # (content and reasoning only)
         if (
-            (mode == "content" or mode == "reasoning")
-            and not self._blank_markers
+            rx is not None
             and not self._lead_opens.markers
             and not self._after_call
             and (self._answer_started or not self._forced or mode == "reasoning")
         ):
-            return self._fast_re[mode]
+            return rx
         return None
 
     def finish(self, reason: str = "stop") -> list[Event]:
@@ -316,8 +318,7 @@ class MarkerMachine(FamilyMachine):
                 if j < n and data[j] in "[{":
                     # guided JSON of a forced choice; the leading whitespace is its markup
                     # (given back, not a stale one, if the JSON is rejected)
-                    self._lead_ws = data[:j]
-                    self._begin_region("", lambda: GuidedScanner(self._named), "content", ())
+                    self._begin_region(data[:j], lambda: GuidedScanner(self._named), "content", ())
                     return data[j:]
         if mode == "content":
             pass
@@ -370,11 +371,11 @@ class MarkerMachine(FamilyMachine):
                     cut -= 1
                 if cut > 0:
                     events.append(Text(data[:cut], channel))
-                self._lead_ws = data[cut:start]
                 tool = self._tool
                 assert tool is not None
                 ends = tool.jail_end_markers(marker)
-                self._begin_region(marker, partial(tool.scanner, marker, self._ctx), mode, ends)
+                scanner = partial(tool.scanner, marker, self._ctx)
+                self._begin_region(data[cut:end], scanner, mode, ends)
                 return rest
             if start > 0:
                 events.append(Text(data[:start], channel))
@@ -462,7 +463,7 @@ class MarkerMachine(FamilyMachine):
         # reject: the start marker was prose after all
         self._mode = self._return
         self._scanner = None
-        self._emit(events, self._lead_ws + self._start, self._return)
+        self._emit(events, self._start, self._return)
         return True, res.rest
 
     def _run_jail(self, data: str, events: list[Event], final: bool) -> tuple[bool, str]:
@@ -487,7 +488,7 @@ class MarkerMachine(FamilyMachine):
         self._jail = []
         factory = self._jail_factory
         assert factory is not None
-        parsed, left = _parse_region(self._lead_ws + self._start, region, factory())
+        parsed, left = _parse_region(self._start, region, factory())
         events.extend(parsed)
         self._after_region()
         return True, left + rest
@@ -515,3 +516,17 @@ def _no_push(events: list[Event]) -> list[Delta]:
 
 def _no_feed(text: str) -> list[Delta]:
     raise RuntimeError("deltas() before fast_feed()")
+
+
+def feed_in_pieces(
+    feed: Callable[[str], list[Event]], push: Callable[[list[Event]], list[Delta]], text: str
+) -> list[Delta]:
+    """`push(feed(text))` in pieces of at most `PIECE` characters: a machine may copy "the
+    rest of this chunk" once per marker, which must not make one huge chunk quadratic. Chunk
+    invariance makes the result the same. (Nothing for "".)"""
+    if len(text) <= PIECE:
+        return push(feed(text)) if text else []
+    out: list[Delta] = []
+    for i in range(0, len(text), PIECE):
+        out += push(feed(text[i : i + PIECE]))
+    return out
