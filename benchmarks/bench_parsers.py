@@ -158,17 +158,24 @@ def output(unit: Callable[[int], str], units: int) -> str:
     return "".join(unit(i) for i in range(units))
 
 
-def run_once(kw: dict[str, Any], text: str, size: int) -> float:
-    """Seconds to feed `text` (in `size`-char chunks; 0 = one piece) and finish."""
-    parser = StreamParser(generation=2, id_factory=counter_ids(), **kw)
+def run_once(kw: dict[str, Any], text: str, size: int, times: int = 1) -> float:
+    """Seconds to feed `text` (in `size`-char chunks; 0 = one piece) and finish, per parse.
+
+    `times` parses (fresh parsers, made before the clock starts) form one sample, so a short
+    text is timed over as long a stretch as a 10x one: a sample of a few milliseconds and one
+    of tens would otherwise meet interruptions (timer ticks, a VM's stolen time) in different
+    proportions, which showed up as growth above 11x for code that is linear.
+    """
+    parsers = [StreamParser(generation=2, id_factory=counter_ids(), **kw) for _ in range(times)]
     chunks = [text] if size <= 0 else [text[i : i + size] for i in range(0, len(text), size)]
     gc.disable()  # collector pauses are noise here, not parser cost
     try:
         start = time.process_time()
-        for chunk in chunks:
-            parser.feed(chunk)
-        parser.finish()
-        return time.process_time() - start
+        for parser in parsers:
+            for chunk in chunks:
+                parser.feed(chunk)
+            parser.finish()
+        return (time.process_time() - start) / times
     finally:
         gc.enable()
 
@@ -195,13 +202,15 @@ def least_feed(text: str, repeat: int) -> float:
     return best / len(chunks)
 
 
-def measure(kw: dict[str, Any], cases: dict[str, tuple[str, int]], repeat: int) -> dict[str, float]:
-    """Best time per case; the cases are interleaved round by round so that load from other
-    processes hits them alike."""
+def measure(
+    kw: dict[str, Any], cases: dict[str, tuple[str, int, int]], repeat: int
+) -> dict[str, float]:
+    """Best time per parse for each case (text, chunk size, parses per sample); the cases are
+    interleaved round by round so that load from other processes hits them alike."""
     times = {name: float("inf") for name in cases}
     for _ in range(repeat):
-        for name, (text, size) in cases.items():
-            times[name] = min(times[name], run_once(kw, text, size))
+        for name, (text, size, count) in cases.items():
+            times[name] = min(times[name], run_once(kw, text, size, count))
     return times
 
 
@@ -209,13 +218,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="smaller outputs, fewer repeats")
     args = ap.parse_args()
-    units, repeat = (8, 3) if args.quick else (30, 5)
+    units, repeat = (8, 3) if args.quick else (30, 15)
     # The least a feed costs: 4-char chunks of prose with no marker, quote or blank run
     # (the streaming fast path) through the public StreamParser.feed.
     plain = "Let me think about this carefully and answer for each city in turn. " * 60
     plain_kw = {"tool_parser": "hermes", "reasoning_parser": "qwen3"}
     run_once(plain_kw, plain, 4)
-    floor = measure(plain_kw, {"four": (plain, 4)}, repeat)["four"] / -(-len(plain) // 4)
+    floor = measure(plain_kw, {"four": (plain, 4, 1)}, repeat)["four"] / -(-len(plain) // 4)
     least = least_feed(plain, repeat)
     print(
         f"{'family':<12} {'chars':>7} {'batch MB/s':>10} {'4-char MB/s':>11} {'4-char':>7} "
@@ -230,11 +239,11 @@ def main() -> int:
         t = measure(
             kw,
             {
-                "batch": (text, 0),
-                "four": (text, 4),
-                "one": (text, 1),
-                "batch10": (long_text, 0),
-                "four10": (long_text, 4),
+                "batch": (text, 0, 10),
+                "four": (text, 4, 10),
+                "one": (text, 1, 1),
+                "batch10": (long_text, 0, 1),
+                "four10": (long_text, 4, 1),
             },
             repeat,
         )
