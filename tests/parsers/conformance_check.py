@@ -16,6 +16,28 @@ from parsers import StreamParser
 from parsers.ids import counter_ids
 from parsers.types import Delta
 
+# vLLM's shared `<think>` reasoning-parser cases, for parsers that start in reasoning (forced or
+# prefilled): (model output, reasoning_content, content).
+VLLM_THINK_CASES: list[tuple[str, str | None, str | None]] = [
+    (
+        "This is a reasoning section</think>This is the rest",
+        "This is a reasoning section",
+        "This is the rest",
+    ),
+    ("This is a reasoning section</think>", "This is a reasoning section", None),
+    ("This is content", "This is content", None),
+    ("This\nThat</think>This is the rest\nThat", "This\nThat", "This is the rest\nThat"),
+    ("</think>This is the rest", None, "This is the rest"),
+    (
+        "<think>This is a reasoning section</think>This is the rest",
+        "This is a reasoning section",
+        "This is the rest",
+    ),
+    ("<think>This\nThat</think>This is the rest\nThat", "This\nThat", "This is the rest\nThat"),
+    ("<think>This is a reasoning section", "This is a reasoning section", None),
+    ("", None, None),
+]
+
 
 def sized(text: str, size: int) -> list[str]:
     """`text` cut into chunks of `size` characters (a stand-in for `stream_interval`)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conformance_check import feed, sized
+from conformance_check import VLLM_THINK_CASES, feed, sized
 from parser_check import calls, run, tool
 
 G = {"tool_parser": "glm47", "reasoning_parser": "glm45"}
@@ -682,25 +682,7 @@ GLM47_PROMPT = "[gMASK]<sop><|user|>\nWhat is the capital of France?<|assistant|
 @GENS
 @pytest.mark.parametrize(
     ("text", "reasoning", "content"),
-    [
-        (
-            "This is a reasoning section</think>This is the rest",
-            "This is a reasoning section",
-            "This is the rest",
-        ),
-        ("This is a reasoning section</think>", "This is a reasoning section", None),
-        ("This is content", "This is content", None),
-        ("This\nThat</think>This is the rest\nThat", "This\nThat", "This is the rest\nThat"),
-        ("</think>This is the rest", None, "This is the rest"),
-        (
-            "<think>This is a reasoning section</think>This is the rest",
-            "This is a reasoning section",
-            "This is the rest",
-        ),
-        ("<think>This\nThat</think>This is the rest\nThat", "This\nThat", "This is the rest\nThat"),
-        ("<think>This is a reasoning section", "This is a reasoning section", None),
-        ("", None, None),
-    ],
+    VLLM_THINK_CASES,
 )
 def test_vllm_glm47_prefilled_reasoning(
     gen: int, text: str, reasoning: str | None, content: str | None

@@ -27,6 +27,7 @@ import json
 from typing import Any
 
 import pytest
+from conformance_check import VLLM_THINK_CASES
 from parser_check import run, tool
 
 from parsers import StreamParser, stream
@@ -43,9 +44,9 @@ R = {"tool_parser": "kimi_k2", "reasoning_parser": "kimi_k25"}
 GENS = pytest.mark.parametrize("gen", [1, 2])
 
 
-def call(tool_id: str, args: str) -> str:
-    """vLLM `_tool`: a blank between the id and the argument marker."""
-    return f"{TB}{tool_id} {AB}{args}{TE}"
+def call(tool_id: str, args: str, blank: str = " ") -> str:
+    """vLLM `_tool`: a blank between the id and the argument marker (Dynamo's cases: none)."""
+    return f"{TB}{tool_id}{blank}{AB}{args}{TE}"
 
 
 def section(*calls: str) -> str:
@@ -372,24 +373,8 @@ TOOL_SECTION = SB + TB + "functions.read:0" + AB + "{'filePath':'file.txt'}" + T
 @pytest.mark.parametrize(
     ("text", "reasoning", "content"),
     [
-        (
-            "This is a reasoning section</think>This is the rest",
-            "This is a reasoning section",
-            "This is the rest",
-        ),
-        ("This is a reasoning section</think>", "This is a reasoning section", None),
-        ("This is content", "This is content", None),
-        ("This\nThat</think>This is the rest\nThat", "This\nThat", "This is the rest\nThat"),
-        ("</think>This is the rest", None, "This is the rest"),
-        (
-            "<think>This is a reasoning section</think>This is the rest",
-            "This is a reasoning section",
-            "This is the rest",
-        ),
+        *VLLM_THINK_CASES,
         ("<think>This is a reasoning section</think>", "This is a reasoning section", None),
-        ("<think>This\nThat</think>This is the rest\nThat", "This\nThat", "This is the rest\nThat"),
-        ("<think>This is a reasoning section", "This is a reasoning section", None),
-        ("", None, None),
         (
             "\n<think>This is a reasoning section</think>\nThis is the rest",
             "This is a reasoning section",
@@ -597,55 +582,23 @@ def test_sglang_two_sections_in_one_chunk(gen: int) -> None:
 # --- [dynamo] -----------------------------------------------------------------------------------
 
 
+WEATHER_0, NYC = "functions.get_weather:0", '{"location":"NYC"}'
+TIME_1, EST = "functions.get_time:1", '{"timezone":"EST"}'
+
+
 @GENS
 @pytest.mark.parametrize(
     ("text", "names"),
     [
-        (
-            SB + TB + "functions.get_weather:0" + AB + '{"location":"NYC"}' + TE + SE,
-            ["get_weather"],
-        ),
-        (
-            SB
-            + TB
-            + "functions.get_weather:0"
-            + AB
-            + '{"location":"NYC"}'
-            + TE
-            + TB
-            + "functions.get_time:1"
-            + AB
-            + '{"timezone":"EST"}'
-            + TE
-            + SE,
-            ["get_weather", "get_time"],
-        ),
-        (SB + TB + "functions.get_current_time:0" + AB + "{}" + TE + SE, ["get_current_time"]),
-        (SB + TB + "get_weather:0" + AB + '{"location":"NYC"}' + TE + SE, ["get_weather"]),
+        (section(call(WEATHER_0, NYC, "")), ["get_weather"]),
+        (section(call(WEATHER_0, NYC, ""), call(TIME_1, EST, "")), ["get_weather", "get_time"]),
+        (section(call("functions.get_current_time:0", "{}", "")), ["get_current_time"]),
+        (section(call("get_weather:0", NYC, "")), ["get_weather"]),
         # missing section end (max_tokens): complete calls are kept
-        (SB + TB + "functions.get_weather:0" + AB + '{"location":"NYC"}' + TE, ["get_weather"]),
+        (SB + call(WEATHER_0, NYC, ""), ["get_weather"]),
+        (SB + call(WEATHER_0, NYC, "") + call(TIME_1, EST, ""), ["get_weather", "get_time"]),
         (
-            SB
-            + TB
-            + "functions.get_weather:0"
-            + AB
-            + '{"location":"NYC"}'
-            + TE
-            + TB
-            + "functions.get_time:1"
-            + AB
-            + '{"timezone":"EST"}'
-            + TE,
-            ["get_weather", "get_time"],
-        ),
-        (
-            "<|tool_call_section_begin|>"
-            + TB
-            + "functions.get_weather:0"
-            + AB
-            + '{"location":"NYC"}'
-            + TE
-            + "<|tool_call_section_end|>",
+            "<|tool_call_section_begin|>" + call(WEATHER_0, NYC, "") + "<|tool_call_section_end|>",
             ["get_weather"],
         ),
         (

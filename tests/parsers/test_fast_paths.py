@@ -77,6 +77,17 @@ def test_fixed_chunk_sizes(case: tuple[Sample, int]) -> None:
             assert_same(plan, text, [text[i : i + size] for i in range(0, len(text), size)])
 
 
+def opener_kw(opener: Any, gen: int) -> dict[str, Any]:
+    """The parser setup of an opener's family, in generation `gen`."""
+    return {
+        "tool_parser": opener.tool_parser,
+        "reasoning_parser": opener.reasoning_parser,
+        "thinking": opener.thinking,
+        "prompt": opener.prompt,
+        "generation": gen,
+    }
+
+
 QUOTED = (
     'The literal "{}" marker is part of the explanation.',
     "Write `{}` then 'it's {}' and\n```\n{}\n``` done.",
@@ -87,15 +98,8 @@ QUOTED = (
 @pytest.mark.parametrize("gen", [1, 2])
 def test_quoted_markers(opener: Any, gen: int) -> None:
     """Quote state decides whether a marker counts: the fast paths must keep it exact."""
-    kw: dict[str, Any] = {
-        "tool_parser": opener.tool_parser,
-        "reasoning_parser": opener.reasoning_parser,
-        "thinking": opener.thinking,
-        "prompt": opener.prompt,
-        "generation": gen,
-    }
     try:
-        plan = make_plan(**kw)
+        plan = make_plan(**opener_kw(opener, gen))
     except ConfigError:
         pytest.skip("a V2-only family")
     for template in QUOTED:
@@ -125,15 +129,8 @@ def test_random_prose_and_markers(
     case: tuple[Any, str, list[str]], gen: int, variant: dict[str, Any]
 ) -> None:
     opener, text, chunks = case
-    kw: dict[str, Any] = {
-        "tool_parser": opener.tool_parser,
-        "reasoning_parser": opener.reasoning_parser,
-        "thinking": opener.thinking,
-        "prompt": opener.prompt,
-        "generation": gen,
-    }
     try:
-        plan = make_plan(**(kw | variant))
+        plan = make_plan(**(opener_kw(opener, gen) | variant))
     except ConfigError:
         return  # a V2-only family asked for generation 1
     assert_same(plan, text, chunks)
