@@ -112,7 +112,7 @@ def _sync_tree(src: Path, dst: Path, seen: set[Path], counts: dict[str, int]) ->
         fsutil.replace_symlink(dst, target, clear_dir=True)
         counts["written"] += 1
     elif stat.S_ISREG(st.st_mode):
-        if _same_file(src, st, dst):
+        if fsutil.same_file(src, st, dst):
             counts["unchanged"] += 1
             return
         old_mtime_ns = dst.lstat().st_mtime_ns if dst.exists() and not dst.is_symlink() else 0
@@ -127,25 +127,6 @@ def _sync_tree(src: Path, dst: Path, seen: set[Path], counts: dict[str, int]) ->
         )
         counts["written"] += 1
     # fifos, sockets and devices are not build inputs; they are left out
-
-
-def _same_file(src: Path, st: os.stat_result, dst: Path) -> bool:
-    try:
-        dst_st = dst.lstat()
-    except FileNotFoundError:
-        return False
-    if not stat.S_ISREG(dst_st.st_mode) or dst_st.st_size != st.st_size:
-        return False
-    if stat.S_IMODE(dst_st.st_mode) != stat.S_IMODE(st.st_mode):
-        return False
-    # Not filecmp: it caches verdicts by (size, mtime), the very thing that cannot be trusted here.
-    with src.open("rb") as a, dst.open("rb") as b:
-        while True:
-            block_a, block_b = a.read(1 << 16), b.read(1 << 16)
-            if block_a != block_b:
-                return False
-            if not block_a:
-                return True
 
 
 def _copy_from(src: Path) -> fsutil.Writer:

@@ -91,16 +91,6 @@ def _files(root: Path) -> Iterator[Path]:
             yield (Path(folder) / name).relative_to(root)
 
 
-def _same(src: Path, dst: Path) -> bool:
-    try:
-        a, b = src.lstat(), dst.lstat()
-    except FileNotFoundError:
-        return False
-    if not stat.S_ISREG(b.st_mode) or a.st_size != b.st_size or a.st_mode != b.st_mode:
-        return False
-    return src.read_bytes() == dst.read_bytes()
-
-
 def _pyc_matches(source: bytes, pyc: Path) -> bool:
     """A checked-hash pyc of this interpreter for exactly these source bytes."""
     try:
@@ -134,12 +124,12 @@ def sync_tree(staging: Path, tree: Path) -> InstallResult:
     written = unchanged = removed = compiled = 0
     for rel in sources:
         src, dst = staging / rel, tree / rel
-        if _same(src, dst):
+        st = src.lstat()
+        if fsutil.same_file(src, st, dst):
             unchanged += 1
             continue
         fsutil.ensure_dir(dst.parent)
-        mode = stat.S_IMODE(src.lstat().st_mode)
-        fsutil.replace_file(dst, src.read_bytes(), mode=mode, clear_dir=True)
+        fsutil.replace_file(dst, src.read_bytes(), mode=stat.S_IMODE(st.st_mode), clear_dir=True)
         written += 1
     keep = set(sources) | set(pycs)
     for rel in list(_files(tree)):
