@@ -224,7 +224,8 @@ def main() -> int:
     plain = "Let me think about this carefully and answer for each city in turn. " * 60
     plain_kw = {"tool_parser": "hermes", "reasoning_parser": "qwen3"}
     run_once(plain_kw, plain, 4)
-    floor = measure(plain_kw, {"four": (plain, 4, 1)}, repeat)["four"] / -(-len(plain) // 4)
+    prose = measure(plain_kw, {"four": (plain, 4, 1), "batch": (plain, 0, 10)}, repeat)
+    floor = prose["four"] / -(-len(plain) // 4)
     least = least_feed(plain, repeat)
     print(
         f"{'family':<12} {'chars':>7} {'batch MB/s':>10} {'4-char MB/s':>11} {'4-char':>7} "
@@ -276,6 +277,13 @@ def main() -> int:
         f"bound: the 4-char ratio if every feed cost batch's work plus the least a feed "
         f"costs ({floor * 1e6:.2f} us: 4-char plain prose through StreamParser.feed); limit: "
         f"the same with only building one Delta per feed ({least * 1e6:.2f} us)"
+    )
+    # Why the 4-char goal depends on the text: batch skips prose with one regex search, so on
+    # prose alone even `least` per feed dwarfs batch's work.
+    print(
+        f"prose alone ({len(plain)} chars, hermes): batch {len(plain) / prose['batch'] / 1e6:.1f} "
+        f"MB/s; 4-char {prose['batch'] / prose['four']:.2f}x batch; a feed that only builds its "
+        f"Delta would reach {prose['batch'] / (-(-len(plain) // 4) * least):.2f}x"
     )
     print(f"linear (10x <= 11x): {'met' if linear_ok else 'NOT MET'}")
     print(f"4-char >= 0.5x batch: {'met' if ratio_ok else 'NOT MET'}")
