@@ -11,13 +11,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from parsers.record import Frozen, set_field
 from parsers.types import RouteKind
 
 ToolMode = Literal["none", "auto", "required", "named"]
 
 
-@dataclass(frozen=True)
-class ParsePlan:
+@dataclass(init=False, repr=False, eq=False)  # frozen: methods from `Frozen` (parsers.record)
+class ParsePlan(Frozen):
+    """How one response is parsed: the route, the grammars and the request's choices."""
+
     route: RouteKind
     family: str | None  # registry family key, None for pass_through without parsers
     tool_parser: str | None  # canonical grammar name (e.g. "hermes", "qwen3_coder")
@@ -28,3 +31,27 @@ class ParsePlan:
     reasoning: bool = True  # False: thinking disabled, reasoning markers kept as content (V2)
     start_in_reasoning: bool = False  # output begins inside reasoning (forced or prefilled)
     tools: tuple[Mapping[str, Any], ...] = ()  # declared OpenAI tool dicts (schemas for typing)
+
+    def __init__(
+        self,
+        route: RouteKind,
+        family: str | None,
+        tool_parser: str | None,
+        reasoning_parser: str | None,
+        tool_mode: ToolMode = "auto",
+        named_tool: str | None = None,
+        parse_tools: bool = True,
+        reasoning: bool = True,
+        start_in_reasoning: bool = False,
+        tools: tuple[Mapping[str, Any], ...] = (),
+    ) -> None:
+        set_field(self, "route", route)
+        set_field(self, "family", family)
+        set_field(self, "tool_parser", tool_parser)
+        set_field(self, "reasoning_parser", reasoning_parser)
+        set_field(self, "tool_mode", tool_mode)
+        set_field(self, "named_tool", named_tool)
+        set_field(self, "parse_tools", parse_tools)
+        set_field(self, "reasoning", reasoning)
+        set_field(self, "start_in_reasoning", start_in_reasoning)
+        set_field(self, "tools", tools)

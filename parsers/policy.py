@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any, Literal
 
 from parsers.errors import ConfigError, InvalidRequest
 from parsers.plan import ParsePlan
+from parsers.record import Frozen, set_field
 from parsers.routing import ToolChoice, parse_tool_choice, select_route
 from parsers.settings import ParserSettings, Version, check_generation, family_by_key, resolve_pair
 
@@ -27,14 +27,20 @@ _THINKING_MODES = {"thinking": True, "chat": False}
 _TAIL = 512  # characters of the prompt's end searched for a prefilled marker
 
 
-@dataclass(frozen=True)
-class _Markers:
-    opener: re.Pattern[str]  # the prompt ends (after rstrip) with this: output starts in reasoning
-    closer: re.Pattern[str]  # the prompt ends with this: the reasoning block is already closed
+class _Markers(Frozen):
+    """Regex sources, compiled on first use (`re` caches them): a process compiles only those
+    of the parsers it serves."""
+
+    opener: str  # the prompt ends (after rstrip) with this: output starts in reasoning
+    closer: str  # the prompt ends with this: the reasoning block is already closed
+
+    def __init__(self, opener: str, closer: str) -> None:
+        set_field(self, "opener", opener)
+        set_field(self, "closer", closer)
 
 
-def _literal(marker: str) -> re.Pattern[str]:
-    return re.compile(re.escape(marker) + r"\Z")
+def _literal(marker: str) -> str:
+    return re.escape(marker) + r"\Z"
 
 
 _THINK = _Markers(_literal("<think>"), _literal("</think>"))
@@ -47,15 +53,13 @@ MARKERS: dict[str, _Markers] = {
     "kimi_k25": _THINK,
     # Engines may space the channel markers' parts: accept any whitespace between them.
     "kimi_k3": _Markers(
-        re.compile(r"<\|open\|>\s*think\s*<\|sep\|>\Z"),
-        re.compile(r"<\|close\|>\s*think\s*<\|sep\|>\Z"),
+        r"<\|open\|>\s*think\s*<\|sep\|>\Z",
+        r"<\|close\|>\s*think\s*<\|sep\|>\Z",
     ),
     "gemma4": _Markers(_literal("<|channel>thought"), _literal("<channel|>")),
     # Muse's prompt ends with `<|start|>assistant`; prefilling the `self` (reasoning) recipient
     # means the output starts in reasoning. A closed self message has no trailing marker.
-    "muse": _Markers(
-        re.compile(r"<\|start\|>\s*assistant\s+to=self\s*<\|message\|>\Z"), re.compile(r"(?!)")
-    ),
+    "muse": _Markers(r"<\|start\|>\s*assistant\s+to=self\s*<\|message\|>\Z", r"(?!)"),
 }
 # Output starts in reasoning even without prefill evidence in the prompt (or without a prompt).
 _FORCED_START = frozenset({"kimi_k25", "deepseek_v4"})
@@ -76,9 +80,9 @@ def prefill_state(reasoning_parser: str, prompt: str) -> Literal["open", "closed
         return None
     # Only the end matters; bound the regex work for long prompts.
     tail = prompt.rstrip()[-_TAIL:]
-    if markers.opener.search(tail):
+    if re.search(markers.opener, tail):
         return "open"
-    if markers.closer.search(tail):
+    if re.search(markers.closer, tail):
         return "closed"
     return None
 

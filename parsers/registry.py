@@ -6,23 +6,36 @@ and/or a reasoning parser; both must belong to one family when both are set.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from parsers.errors import ConfigError
+from parsers.record import Frozen, set_field
 
 
-@dataclass(frozen=True)
-class Family:
+class Family(Frozen):
+    """A model family: its parsers share reasoning markers and generations."""
+
     key: str
     title: str
     generations: frozenset[int]  # {1, 2}, or {2} for V2-only families
     reasoning_default_on: bool  # thinking default when nothing in the request says otherwise
 
+    def __init__(
+        self, key: str, title: str, generations: frozenset[int], reasoning_default_on: bool
+    ) -> None:
+        set_field(self, "key", key)
+        set_field(self, "title", title)
+        set_field(self, "generations", generations)
+        set_field(self, "reasoning_default_on", reasoning_default_on)
 
-@dataclass(frozen=True)
-class ParserName:
+
+class ParserName(Frozen):
+    """What a parser name (as a deployment writes it) stands for."""
+
     canonical: str  # the grammar's name, e.g. "hermes" for the alias "qwen3"
     family: Family
+
+    def __init__(self, canonical: str, family: Family) -> None:
+        set_field(self, "canonical", canonical)
+        set_field(self, "family", family)
 
 
 GLM = Family("glm", "GLM 4.5 / 4.6 / 4.7", frozenset({1, 2}), True)

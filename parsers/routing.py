@@ -18,21 +18,34 @@ from typing import Any
 
 from parsers.errors import InvalidRequest
 from parsers.plan import ToolMode
+from parsers.record import Frozen, set_field
 from parsers.settings import ALIAS_VAR, VERSION_VAR, ParserSettings, family_by_key
 from parsers.types import RouteKind
 
 
-@dataclass(frozen=True)
-class Route:
+@dataclass(init=False, repr=False, eq=False)  # frozen: methods from `Frozen` (parsers.record)
+class Route(Frozen):
+    """The route a request takes, and the family and generation serving it."""
+
     kind: RouteKind
     family: str | None
     generation: int | None  # 1, 2, or None for pass_through
 
+    def __init__(self, kind: RouteKind, family: str | None, generation: int | None) -> None:
+        set_field(self, "kind", kind)
+        set_field(self, "family", family)
+        set_field(self, "generation", generation)
 
-@dataclass(frozen=True)
-class ToolChoice:
+
+class ToolChoice(Frozen):
+    """The request's `tool_choice`, validated."""
+
     mode: ToolMode
-    name: str | None = None  # the function name under a named choice
+    name: str | None  # the function name under a named choice
+
+    def __init__(self, mode: ToolMode, name: str | None = None) -> None:
+        set_field(self, "mode", mode)
+        set_field(self, "name", name)
 
     @property
     def forced(self) -> bool:

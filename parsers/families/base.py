@@ -22,8 +22,9 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
+
+from parsers.record import Frozen, Record, set_field
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -38,33 +39,45 @@ PIECE = 2048  # the longest chunk a machine is fed at once (the engine cuts long
 
 
 # --- events -------------------------------------------------------------------------------
+# Value types are `Frozen`/`Record` classes (parsers.record): dataclass behaviour without the
+# per-class compile at import, which every isolated test's forked child would pay.
 
 
-@dataclass(frozen=True, slots=True)
-class Text:
+class Text(Frozen):
     """Plain text for the `content` or `reasoning_content` channel."""
 
+    __slots__ = ("channel", "text")
     text: str
-    channel: Channel = "content"
+    channel: Channel
+
+    def __init__(self, text: str, channel: Channel = "content") -> None:
+        set_field(self, "text", text)
+        set_field(self, "channel", channel)
 
 
-@dataclass(frozen=True, slots=True)
-class CallBegin:
+class CallBegin(Frozen):
     """A call's name is complete. `id` is the model's native id (Kimi), else None (generated)."""
 
+    __slots__ = ("id", "name")
     name: str
-    id: str | None = None
+    id: str | None
+
+    def __init__(self, name: str, id: str | None = None) -> None:
+        set_field(self, "name", name)
+        set_field(self, "id", id)
 
 
-@dataclass(frozen=True, slots=True)
-class CallArgs:
+class CallArgs(Frozen):
     """The next fragment of the current call's arguments JSON (canonical, see jsonstream)."""
 
+    __slots__ = ("fragment",)
     fragment: str
 
+    def __init__(self, fragment: str) -> None:
+        set_field(self, "fragment", fragment)
 
-@dataclass(frozen=True, slots=True)
-class CallEnd:
+
+class CallEnd(Frozen):
     """The current call is over.
 
     complete=False: the call was force-closed (end of output, or malformed after its name went
@@ -73,8 +86,13 @@ class CallEnd:
     returns it as content instead of the call (lossless).
     """
 
-    complete: bool = True
-    raw: str = ""
+    __slots__ = ("complete", "raw")
+    complete: bool
+    raw: str
+
+    def __init__(self, complete: bool = True, raw: str = "") -> None:
+        set_field(self, "complete", complete)
+        set_field(self, "raw", raw)
 
 
 Event = Text | CallBegin | CallArgs | CallEnd
@@ -83,11 +101,16 @@ Event = Text | CallBegin | CallArgs | CallEnd
 # --- per-request context ------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class CallContext:
+_NEW_DICT: Any = object()  # default: a new empty dict (a dataclass `default_factory`)
+
+
+class CallContext(Frozen):
     """What a scanner may know about the request: declared tools (for schema typing)."""
 
-    schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # tool -> parameters
+    schemas: Mapping[str, Mapping[str, Any]]  # tool -> parameters
+
+    def __init__(self, schemas: Mapping[str, Mapping[str, Any]] = _NEW_DICT) -> None:
+        set_field(self, "schemas", {} if schemas is _NEW_DICT else schemas)
 
     @classmethod
     def from_tools(cls, tools: tuple[Mapping[str, Any], ...] | list[Any] | None) -> CallContext:
@@ -116,8 +139,7 @@ class CallContext:
 ScanStatus = Literal["more", "done", "reject"]
 
 
-@dataclass(slots=True)
-class ScanResult:
+class ScanResult(Record):
     """What a `CallScanner` returns for each `feed`/`finish`.
 
     status "more": the region goes on, feed more text.
@@ -127,9 +149,15 @@ class ScanResult:
         text fed since the start marker.
     """
 
+    __slots__ = ("events", "rest", "status")
     events: list[Event]
-    status: ScanStatus = "more"
-    rest: str = ""
+    status: ScanStatus
+    rest: str
+
+    def __init__(self, events: list[Event], status: ScanStatus = "more", rest: str = "") -> None:
+        self.events = events
+        self.status = status
+        self.rest = rest
 
 
 class CallScanner(ABC):
@@ -177,8 +205,7 @@ class ToolGrammar(ABC):
         """A scanner for the region opened by the start marker `start`."""
 
 
-@dataclass(frozen=True)
-class ReasoningGrammar:
+class ReasoningGrammar(Frozen):
     """A marker family's reasoning markers (one instance per canonical reasoning parser name).
 
     Whether output starts inside reasoning is the plan's decision (`ParsePlan.start_in_reasoning`,
@@ -186,11 +213,23 @@ class ReasoningGrammar:
     """
 
     name: str
-    open_markers: tuple[str, ...] = ("<think>",)
-    close_markers: tuple[str, ...] = ("</think>",)
+    open_markers: tuple[str, ...]
+    close_markers: tuple[str, ...]
     # Markers that end reasoning without belonging to it (Kimi K2.5: the tool section start),
     # also when no tool parser is configured: the text from the marker on is the answer.
-    end_markers: tuple[str, ...] = ()
+    end_markers: tuple[str, ...]
+
+    def __init__(
+        self,
+        name: str,
+        open_markers: tuple[str, ...] = ("<think>",),
+        close_markers: tuple[str, ...] = ("</think>",),
+        end_markers: tuple[str, ...] = (),
+    ) -> None:
+        set_field(self, "name", name)
+        set_field(self, "open_markers", open_markers)
+        set_field(self, "close_markers", close_markers)
+        set_field(self, "end_markers", end_markers)
 
 
 # --- channel families (escape hatch) ------------------------------------------------------
