@@ -1,8 +1,9 @@
 """Family grammar registry: canonical parser names (parsers.registry) -> grammar objects.
 
-Each family module (keyed by the registry family key) exports two dicts keyed by canonical
-name: `TOOL_GRAMMARS: dict[str, AnyToolGrammar]` and
-`REASONING_GRAMMARS: dict[str, AnyReasoningGrammar]`. Modules are imported lazily, so a family
+Each family module (keyed by the registry family key) exports two tables keyed by canonical
+name: `TOOL_GRAMMARS: Mapping[str, AnyToolGrammar]` and
+`REASONING_GRAMMARS: Mapping[str, AnyReasoningGrammar]` (plain dicts, or `LazyGrammars` when a
+family's grammars live in separate modules). Modules are imported lazily, so a family
 that is not implemented yet only fails when it is used, with a ConfigError saying so.
 """
 
@@ -54,12 +55,12 @@ def _pick(kind: str, canonical: str, grammars: Mapping[str, _G]) -> _G:
 def tool_grammar(canonical: str) -> AnyToolGrammar:
     """The grammar of a canonical tool parser name (e.g. "hermes")."""
     entry = TOOL_PARSERS[canonical]
-    grammars: dict[str, AnyToolGrammar] = _module(entry.family.key).TOOL_GRAMMARS
+    grammars: Mapping[str, AnyToolGrammar] = _module(entry.family.key).TOOL_GRAMMARS
     return _pick("tool", canonical, grammars)
 
 
 def reasoning_grammar(canonical: str) -> AnyReasoningGrammar:
     """The grammar of a canonical reasoning parser name (e.g. "qwen3")."""
     entry = REASONING_PARSERS[canonical]
-    grammars: dict[str, AnyReasoningGrammar] = _module(entry.family.key).REASONING_GRAMMARS
+    grammars: Mapping[str, AnyReasoningGrammar] = _module(entry.family.key).REASONING_GRAMMARS
     return _pick("reasoning", canonical, grammars)

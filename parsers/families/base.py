@@ -21,14 +21,12 @@ into OpenAI deltas (ids, dense indexes, named filtering, V1 whole-call delivery)
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from parsers.record import Frozen, Record, set_field
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from parsers.emit import Emitter
     from parsers.plan import ParsePlan
     from parsers.types import Delta
@@ -275,3 +273,28 @@ class ChannelGrammar(ABC):
 
 AnyToolGrammar = ToolGrammar | ChannelGrammar
 AnyReasoningGrammar = ReasoningGrammar | ChannelGrammar
+
+
+_G = TypeVar("_G")
+
+
+class LazyGrammars(Mapping[str, _G]):
+    """A family's grammar table (`TOOL_GRAMMARS`) whose grammars are built on first lookup, by
+    a function per name that imports its module: a process serving one grammar of a family
+    (an isolated test's child, a deployment) does not import the others'."""
+
+    def __init__(self, builders: Mapping[str, Callable[[], _G]]) -> None:
+        self._builders = builders
+        self._built: dict[str, _G] = {}
+
+    def __getitem__(self, name: str) -> _G:
+        found = self._built.get(name)
+        if found is None:  # setdefault: threads racing here all get the first one stored
+            found = self._built.setdefault(name, self._builders[name]())
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._builders)
+
+    def __len__(self) -> int:
+        return len(self._builders)
