@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 
 from parsers.record import Frozen, Record, set_field
 
@@ -275,19 +275,16 @@ AnyToolGrammar = ToolGrammar | ChannelGrammar
 AnyReasoningGrammar = ReasoningGrammar | ChannelGrammar
 
 
-_G = TypeVar("_G")
+class LazyGrammars(Mapping[str, AnyToolGrammar]):
+    """A family's tool grammar table whose grammars are built on first lookup, by a function
+    per name that imports its module: a process serving one grammar of a family (an isolated
+    test's child, a deployment) does not import the others'."""
 
-
-class LazyGrammars(Mapping[str, _G]):
-    """A family's grammar table (`TOOL_GRAMMARS`) whose grammars are built on first lookup, by
-    a function per name that imports its module: a process serving one grammar of a family
-    (an isolated test's child, a deployment) does not import the others'."""
-
-    def __init__(self, builders: Mapping[str, Callable[[], _G]]) -> None:
+    def __init__(self, builders: Mapping[str, Callable[[], AnyToolGrammar]]) -> None:
         self._builders = builders
-        self._built: dict[str, _G] = {}
+        self._built: dict[str, AnyToolGrammar] = {}
 
-    def __getitem__(self, name: str) -> _G:
+    def __getitem__(self, name: str) -> AnyToolGrammar:
         found = self._built.get(name)
         if found is None:  # setdefault: threads racing here all get the first one stored
             found = self._built.setdefault(name, self._builders[name]())

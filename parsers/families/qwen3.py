@@ -24,9 +24,7 @@ def _qwen3_coder() -> AnyToolGrammar:
 
 # Each grammar's module is imported when it is first looked up (Hermes alone does not need
 # Qwen3-Coder's XML argument machinery).
-TOOL_GRAMMARS: LazyGrammars[AnyToolGrammar] = LazyGrammars(
-    {"hermes": _hermes, "qwen3_coder": _qwen3_coder}
-)
+TOOL_GRAMMARS = LazyGrammars({"hermes": _hermes, "qwen3_coder": _qwen3_coder})
 # `<tool_call>` ends reasoning also when no tool parser is configured (the model skipped
 # `</think>`); the markup is then answer text, as vLLM's qwen3 reasoning parser does.
 REASONING_GRAMMARS: dict[str, AnyReasoningGrammar] = {
