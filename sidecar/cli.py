@@ -151,17 +151,12 @@ def main(
     import uvicorn
 
     from sidecar.app import build_app
+    from sidecar.server import server_options
 
     logging.getLogger("sidecar").info("starting: %s", summary)
     app = build_app(config, adapter, template)
-    # Keep idle client connections longer than common load-balancer idle timeouts (60 s), so
-    # a balancer never reuses a connection the sidecar is closing.
     uvicorn.run(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level=args.log_level.lower(),
-        timeout_keep_alive=65,
+        app, host=args.host, port=args.port, log_level=args.log_level.lower(), **server_options()
     )
     return 0
 

@@ -344,20 +344,21 @@ class RunningServer:
             self.thread.join(5)
 
 
-def serve_in_thread(app: Any, host: str = "127.0.0.1") -> RunningServer:
-    """Serve an ASGI app on a free loopback port in a daemon thread; returns once listening."""
+def serve_in_thread(app: Any, host: str = "127.0.0.1", **options: Any) -> RunningServer:
+    """Serve an ASGI app on a free loopback port in a daemon thread; returns once listening.
+    `options` are uvicorn settings overriding the defaults here (a sidecar's own)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(
-        app,
-        log_level="warning",
-        lifespan="on",
-        timeout_graceful_shutdown=1,
-        timeout_keep_alive=65,
-        backlog=1024,
-    )
+    settings: dict[str, Any] = {
+        "log_level": "warning",
+        "lifespan": "on",
+        "timeout_graceful_shutdown": 1,
+        "timeout_keep_alive": 65,
+        "backlog": 1024,
+    }
+    config = uvicorn.Config(app, **{**settings, **options})
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()

@@ -13,6 +13,7 @@ from sidecar.engines.base import EngineAdapter
 from sidecar.engines.sglang import SGLangAdapter
 from sidecar.fake_engine import FakeEngine, RunningServer, serve_in_thread
 from sidecar.prompt import ChatTemplate
+from sidecar.server import server_options
 
 KINDS = ("vllm", "sglang", "trtllm")
 MODEL = "fake-model"
@@ -52,7 +53,7 @@ class Deployment:
             )
             template = ChatTemplate.builtin(settings.family, settings.tool_parser)
             app = build_app(config, adapter_for(self.kind), template)
-            self.sidecars[key] = serve_in_thread(app)
+            self.sidecars[key] = serve_in_thread(app, **server_options())
         return self.sidecars[key].url
 
     def stop(self) -> None:
