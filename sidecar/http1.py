@@ -22,6 +22,8 @@ from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
+from sidecar import recvbuf
+
 log = logging.getLogger(__name__)
 
 _READ_SIZE = 65536
@@ -447,13 +449,18 @@ class Client:
         origin = self.origin
         try:
             async with asyncio.timeout(limit):
-                reader, writer = await asyncio.open_connection(
+                # What `asyncio.open_connection` does, with the buffered protocol below.
+                loop = asyncio.get_running_loop()
+                reader = asyncio.StreamReader(limit=_MAX_LINE, loop=loop)
+                protocol = _StreamProtocol(reader, loop=loop)
+                transport, _ = await loop.create_connection(
+                    lambda: protocol,
                     origin.host,
                     origin.port,
                     ssl=self._ssl,
                     server_hostname=origin.host if self._ssl else None,
-                    limit=_MAX_LINE,
                 )
+                writer = asyncio.StreamWriter(transport, protocol, reader, loop)
         except TimeoutError:
             raise ConnectError(
                 f"connecting to {origin.host}:{origin.port} timed out after {limit:g}s"
@@ -495,6 +502,16 @@ class Client:
             if not received:
                 raise _NothingReceived(f"connection broke: {exc!r}") from None
             raise RemoteClosed(f"connection broke: {exc!r}") from None
+
+
+class _StreamProtocol(asyncio.StreamReaderProtocol, asyncio.BufferedProtocol):
+    """The stream protocol, receiving into `sidecar.recvbuf` (see there why)."""
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return recvbuf.view()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.data_received(recvbuf.take(nbytes))
 
 
 class _NothingReceived(Exception):

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from sidecar import http1
+from sidecar import http1, recvbuf
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter, int], Awaitable[None]]
 
@@ -171,6 +171,50 @@ def test_chunked_body_with_extensions_and_trailers_arrives_in_pieces() -> None:
     assert b"".join(pieces) == b"hello" + b"z" * 26
     assert pieces[0] == b"hel"  # delivered as it arrived, before the rest was sent
     assert connections == 1
+
+
+def test_large_bodies_read_at_once_on_several_connections_stay_apart() -> None:
+    """Bodies many receive buffers long (`sidecar.recvbuf`, one per thread, shared by all
+    connections), sent in pieces to two responses read concurrently: each arrives whole
+    and unmixed, content-length and chunked alike."""
+    size = 5 * recvbuf.SIZE + 123
+
+    def payload(n: int) -> bytes:
+        return bytes(range(256)) * (size // 256) + bytes([n]) * (size % 256)
+
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, n: int) -> None:
+        while await server.read_request(r) is not None:
+            data = payload(n)
+            if n % 2:
+                w.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(data))
+                pieces = [data[i : i + 40000] for i in range(0, len(data), 40000)]
+            else:
+                w.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+                pieces = [b"%x\r\n%s\r\n" % (len(c), c) for c in (data[:70000], data[70000:])]
+                pieces.append(b"0\r\n\r\n")
+            for piece in pieces:
+                w.write(piece)
+                await w.drain()
+                await asyncio.sleep(0.001)
+
+    server = Server(handler)
+
+    async def main() -> list[tuple[int, bytes]]:
+        async with server:
+            c = client(server.url)
+
+            async def get(i: int) -> tuple[int, bytes]:
+                response = await c.request("GET", f"/{i}")
+                data = await response.read()
+                await response.aclose()
+                return i, data
+
+            results = await asyncio.gather(get(1), get(2))
+            await c.aclose()
+            return list(results)
+
+    bodies = {data for _, data in run(main())}
+    assert bodies == {payload(1), payload(2)}
 
 
 def test_close_delimited_body_is_read_to_the_end_and_not_reused() -> None:
