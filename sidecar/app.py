@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import time
-import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -95,7 +95,7 @@ class Sidecar:
             route, stream = plan.route, chat.stream
             self.metrics.route(route)
             factory = ChunkFactory(
-                id=f"chatcmpl-{uuid.uuid4().hex}",
+                id=f"chatcmpl-{os.urandom(16).hex()}",
                 created=int(time.time()),
                 model=chat.model or self.config.model,
                 include_usage=chat.include_usage,
