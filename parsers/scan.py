@@ -18,9 +18,6 @@ class MarkerSet:
     """
 
     __slots__ = ("_first_re", "_prefixes", "_re", "first_chars", "markers", "maxlen")
-    # Compiled on first use (see `__getattr__`); None when there are no markers.
-    _re: re.Pattern[str] | None
-    _first_re: re.Pattern[str] | None
 
     def __new__(cls, markers: Iterable[str]) -> MarkerSet:
         # Marker sets are built per request from a few fixed tuples: share them.
@@ -39,22 +36,14 @@ class MarkerSet:
         self.markers: tuple[str, ...] = uniq
         self.maxlen = max((len(m) for m in uniq), default=0)
         self._prefixes = frozenset(m[:i] for m in uniq for i in range(1, len(m)))
+        # Longest alternatives first, so a marker that extends another wins.
+        self._re = re.compile("|".join(re.escape(m) for m in uniq)) if uniq else None
         self.first_chars = "".join(sorted({m[0] for m in uniq}))
-
-    def __getattr__(self, name: str) -> re.Pattern[str] | None:
-        # Only reached while a slot is unset: the regexes are compiled on first use, so a
-        # process (an isolated test's child) compiles only the sets it searches, not every
-        # module-level set of the grammars it imports. Once set, reads are plain slot reads.
-        if name == "_re":
-            # Longest alternatives first, so a marker that extends another wins.
-            found = "|".join(re.escape(m) for m in self.markers)
-        elif name == "_first_re":
-            found = "[" + "".join(re.escape(c) for c in self.first_chars) + "]"
-        else:
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        value = re.compile(found) if self.markers else None
-        setattr(self, name, value)
-        return value
+        self._first_re = (
+            re.compile("[" + "".join(re.escape(c) for c in self.first_chars) + "]")
+            if uniq
+            else None
+        )
 
     def __bool__(self) -> bool:
         return bool(self.markers)
