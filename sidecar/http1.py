@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
+import re
 import ssl
 import time
 from collections.abc import AsyncIterator, Iterable
@@ -26,7 +27,7 @@ from sidecar import recvbuf
 
 log = logging.getLogger(__name__)
 
-_READ_SIZE = 65536
+_HIGH_WATER = 131072  # bytes received but unread before reading pauses (as StreamReader)
 _MAX_LINE = 65536  # longest status, header or chunk-size line accepted
 _MAX_HEADERS = 100
 # Idle connections older than this are closed, not reused: below uvicorn's default 5 s
@@ -245,24 +246,106 @@ class ChunkedDecoder:
 # -- connections and the pool -------------------------------------------------------------------
 
 
-class Connection:
-    """One TCP (or TLS) connection to the origin."""
+class Connection(asyncio.BufferedProtocol):
+    """One TCP (or TLS) connection to the origin, as the protocol of its transport: bytes
+    received and not yet consumed, EOF, and one reader waiting for more.
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
+    It receives into `sidecar.recvbuf` and keeps what arrived in `buffer`, so a response
+    head and body that arrived together are parsed without waiting again; a timer runs
+    only while a reader actually waits.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self.transport: asyncio.Transport | None = None
+        self.buffer = bytearray()
+        self.eof = False
+        self.error: BaseException | None = None  # what broke the connection, if anything
         self.idle_since = 0.0
+        self._waiter: asyncio.Future[None] | None = None
+        self._paused = False
+
+    # asyncio protocol callbacks
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return recvbuf.view()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.buffer += recvbuf.view()[:nbytes]
+        if len(self.buffer) > _HIGH_WATER and not self._paused and self.transport is not None:
+            self._paused = True  # a reader that lags (a slow client downstream)
+            self.transport.pause_reading()
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        self._wake()
+        return False  # close the transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.eof = True
+        self.error = exc
+        self._wake()
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    # used by the client
+
+    def send(self, data: bytes) -> None:
+        if self.transport is None or self.transport.is_closing():
+            self.eof = True  # nothing will arrive: the reader sees a closed connection
+        else:
+            self.transport.write(data)
+
+    async def wait(self, timeout: float) -> None:
+        """Until more bytes or EOF arrive; `TimeoutError` after `timeout` seconds."""
+        waiter = self._waiter = self._loop.create_future()
+        timer = self._loop.call_later(timeout, _expire, waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self._waiter = None
+
+    def take(self, size: int) -> bytes:
+        """Up to `size` buffered bytes, consumed."""
+        if size >= len(self.buffer):
+            data = bytes(self.buffer)
+            self.buffer.clear()
+        else:
+            data = bytes(self.buffer[:size])
+            del self.buffer[:size]
+        if self._paused and len(self.buffer) <= _HIGH_WATER // 2 and self.transport is not None:
+            self._paused = False
+            self.transport.resume_reading()
+        return data
 
     def usable(self, now: float) -> bool:
-        """Idle connection still worth reusing: not closed by either side, not expired."""
+        """Idle connection still worth reusing: open on both sides, nothing unread, not
+        expired."""
         return (
-            not self.reader.at_eof()
-            and not self.writer.is_closing()
+            not self.eof
+            and not self.buffer
+            and self.transport is not None
+            and not self.transport.is_closing()
             and now - self.idle_since < KEEPALIVE_EXPIRY
         )
 
     def close(self) -> None:
-        self.writer.close()
+        if self.transport is not None:
+            self.transport.close()
+
+
+def _expire(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_exception(TimeoutError())
 
 
 class Response:
@@ -298,7 +381,10 @@ class Response:
 
     async def read(self) -> bytes:
         """The whole (remaining) body."""
-        return b"".join([chunk async for chunk in self.aiter_bytes()])
+        parts = []
+        while not self._done:
+            parts.append(await self._next())
+        return parts[0] if len(parts) == 1 else b"".join(parts)
 
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
         """Body bytes as they arrive (chunked framing removed)."""
@@ -330,15 +416,15 @@ class Response:
         conn = self._conn
         if conn is None:
             raise RemoteClosed("response already closed")
-        try:
-            async with asyncio.timeout(self._timeout):
-                # As much as the connection has (one read), not more than the body's length.
-                size = min(self._remaining, _READ_SIZE) if self._framing == "length" else _READ_SIZE
-                data = await conn.reader.read(size)
-        except TimeoutError:
-            raise ReadTimeout(f"nothing received for {self._timeout:g}s") from None
-        except OSError as exc:
-            raise RemoteClosed(f"connection broke: {exc!r}") from None
+        if not conn.buffer and not conn.eof:
+            try:
+                await conn.wait(self._timeout)
+            except TimeoutError:
+                raise ReadTimeout(f"nothing received for {self._timeout:g}s") from None
+        if conn.error is not None and not conn.buffer:
+            raise RemoteClosed(f"connection broke: {conn.error!r}")
+        # What the connection has, not more than the body's length.
+        data = conn.take(self._remaining if self._framing == "length" else len(conn.buffer))
         if self._chunks is not None:
             if not data:
                 raise RemoteClosed("closed inside a chunked body")
@@ -424,8 +510,8 @@ class Client:
 
     def release(self, conn: Connection) -> None:
         """Take back a connection whose response was read completely."""
-        if len(self._idle) < self.max_idle and not conn.writer.is_closing():
-            conn.idle_since = time.monotonic()
+        conn.idle_since = time.monotonic()
+        if len(self._idle) < self.max_idle and conn.usable(conn.idle_since):
             self._idle.append(conn)
         else:
             conn.close()
@@ -449,69 +535,71 @@ class Client:
         origin = self.origin
         try:
             async with asyncio.timeout(limit):
-                # What `asyncio.open_connection` does, with the buffered protocol below.
                 loop = asyncio.get_running_loop()
-                reader = asyncio.StreamReader(limit=_MAX_LINE, loop=loop)
-                protocol = _StreamProtocol(reader, loop=loop)
-                transport, _ = await loop.create_connection(
-                    lambda: protocol,
+                _, conn = await loop.create_connection(
+                    lambda: Connection(loop),
                     origin.host,
                     origin.port,
                     ssl=self._ssl,
                     server_hostname=origin.host if self._ssl else None,
                 )
-                writer = asyncio.StreamWriter(transport, protocol, reader, loop)
         except TimeoutError:
             raise ConnectError(
                 f"connecting to {origin.host}:{origin.port} timed out after {limit:g}s"
             ) from None
         except OSError as exc:  # refused, unreachable, unknown host, TLS handshake failure
             raise ConnectError(f"cannot connect to {origin.host}:{origin.port}: {exc}") from None
-        return Connection(reader, writer)
+        return conn
 
     async def _exchange(self, conn: Connection, data: bytes, timeout: float) -> Head:
         """Write the request, read the final response head."""
-        try:
-            conn.writer.write(data)
-            await conn.writer.drain()
-        except OSError as exc:
-            raise _NothingReceived(f"connection broke while sending: {exc!r}") from None
+        conn.send(data)
         received = False
+        while True:
+            try:
+                lines = await _head_lines(conn, timeout)
+            except _NothingReceived:
+                if received:  # closed after an interim response
+                    raise RemoteClosed("connection closed inside the response head") from None
+                raise
+            received = True
+            status, reason, http10 = parse_status_line(lines[0])
+            if len(lines) - 1 > _MAX_HEADERS:
+                raise ProtocolError(f"more than {_MAX_HEADERS} header lines")
+            headers = tuple(parse_header_line(line) for line in lines[1:])
+            if not 100 <= status < 200 or status == 101:
+                return Head(status, reason, headers, http10)
+
+
+async def _head_lines(conn: Connection, timeout: float) -> list[bytes]:
+    """The next response head's lines (status line first), consumed from the connection."""
+    start = 0
+    while True:
+        end = _HEAD_END.search(conn.buffer, start)
+        if end is not None:
+            head = conn.take(end.end())
+            lines = head.split(b"\n")[:-2]  # without the blank line
+            if len(head) > _MAX_LINE and max(map(len, lines)) > _MAX_LINE:
+                raise ProtocolError(f"response head line longer than {_MAX_LINE} bytes")
+            return lines
+        last_line = len(conn.buffer) - (conn.buffer.rfind(b"\n") + 1)
+        if last_line > _MAX_LINE:
+            raise ProtocolError(f"response head line longer than {_MAX_LINE} bytes")
+        if len(conn.buffer) > _MAX_LINE * (_MAX_HEADERS + 2):
+            raise ProtocolError(f"more than {_MAX_HEADERS} header lines")
+        if conn.eof:
+            why = f"connection broke: {conn.error!r}" if conn.error else "connection closed"
+            if not conn.buffer:
+                raise _NothingReceived(f"{why} before the response")
+            raise RemoteClosed(f"{why} inside the response head")
+        start = max(0, len(conn.buffer) - 2)  # the blank line may complete across reads
         try:
-            async with asyncio.timeout(timeout):
-                while True:
-                    line = await conn.reader.readuntil(b"\n")
-                    received = True
-                    status, reason, http10 = parse_status_line(line)
-                    headers = []
-                    while (line := await conn.reader.readuntil(b"\n")) not in (b"\r\n", b"\n"):
-                        headers.append(parse_header_line(line))
-                        if len(headers) > _MAX_HEADERS:
-                            raise ProtocolError(f"more than {_MAX_HEADERS} header lines")
-                    if not 100 <= status < 200 or status == 101:
-                        return Head(status, reason, tuple(headers), http10)
+            await conn.wait(timeout)
         except TimeoutError:
             raise ReadTimeout(f"no response for {timeout:g}s") from None
-        except asyncio.IncompleteReadError as exc:
-            if not received and not exc.partial:
-                raise _NothingReceived("connection closed before the response") from None
-            raise RemoteClosed("connection closed inside the response head") from None
-        except asyncio.LimitOverrunError:
-            raise ProtocolError(f"response head line longer than {_MAX_LINE} bytes") from None
-        except OSError as exc:
-            if not received:
-                raise _NothingReceived(f"connection broke: {exc!r}") from None
-            raise RemoteClosed(f"connection broke: {exc!r}") from None
 
 
-class _StreamProtocol(asyncio.StreamReaderProtocol, asyncio.BufferedProtocol):
-    """The stream protocol, receiving into `sidecar.recvbuf` (see there why)."""
-
-    def get_buffer(self, sizehint: int) -> memoryview:
-        return recvbuf.view()
-
-    def buffer_updated(self, nbytes: int) -> None:
-        self.data_received(recvbuf.take(nbytes))
+_HEAD_END = re.compile(rb"\n\r?\n")
 
 
 class _NothingReceived(Exception):

@@ -365,6 +365,53 @@ def test_malformed_responses_are_protocol_errors(reply: bytes) -> None:
     run(with_server(answer_each(reply), main))
 
 
+@pytest.mark.parametrize("newline", [b"\r\n", b"\n"])
+def test_a_head_arriving_byte_by_byte_after_an_interim_response(newline: bytes) -> None:
+    """Response heads are found however the bytes are split (the blank line too), with
+    CRLF or bare LF line ends; the body bytes after the head are the body's."""
+    interim = b"HTTP/1.1 100 Continue" + newline + newline
+    final = newline.join([b"HTTP/1.1 201 Created", b"x-a: 1", b"content-length: 5", b"", b""])
+
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, n: int) -> None:
+        while await server.read_request(r) is not None:
+            for byte in interim + final + b"hello":
+                w.write(bytes([byte]))
+                await w.drain()
+                await asyncio.sleep(0)
+
+    server = Server(handler)
+
+    async def main() -> tuple[int, str | None, bytes]:
+        async with server:
+            c = client(server.url)
+            response = await c.request("GET", "/")
+            data = await response.read()
+            await c.aclose()
+            return response.status, response.head.get("x-a"), data
+
+    assert run(main()) == (201, "1", b"hello")
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        b"HTTP/1.1 200 OK\r\nx-long: " + b"a" * 70000 + b"\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\n" + b"x-many: 1\r\n" * 101 + b"\r\n",
+    ],
+    ids=["long line", "many headers"],
+)
+def test_oversized_heads_are_protocol_errors(reply: bytes) -> None:
+    async def main(server: Server) -> str:
+        c = client(server.url)
+        with pytest.raises(http1.ProtocolError) as caught:
+            await c.request("GET", "/")
+        await c.aclose()
+        return str(caught.value)
+
+    message = run(with_server(answer_each(reply), main))
+    assert "longer than 65536 bytes" in message or "more than 100 header lines" in message
+
+
 def test_bad_chunk_framing_is_a_protocol_error() -> None:
     replies = [
         b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\nzz\r\n",
