@@ -115,8 +115,9 @@ class Sidecar:
             body = completion(
                 factory.id, factory.created, factory.model, message, event.usage, event.stop_reason
             )
-            self.metrics.done(200, time.perf_counter() - started, stream=False)
+            elapsed = time.perf_counter() - started
             await send_json(send, 200, body, [(ROUTE_HEADER_BYTES, route.encode())])
+            self.metrics.done(200, elapsed, stream=False)  # after the response left
             return
         except InvalidRequest as exc:
             error = APIError(400, exc.message, param=exc.param, code=exc.code)
