@@ -3,6 +3,10 @@
 Templates see the Hugging Face chat-template variables (`messages`, `tools`,
 `add_generation_prompt`, `bos_token`, `raise_exception`, `tojson`) plus `enable_thinking`
 (the request's resolved thinking switch) and the request's `chat_template_kwargs`.
+
+The built-in templates index messages and tools as `m['role']`, not `m.role`: in the sandbox,
+`.role` on a dict first fails an attribute lookup (an exception) per access, which made
+rendering about a third slower.
 """
 
 from __future__ import annotations
