@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
 from typing import Literal
 
 from parsers.jsonstream import escape_text
+from parsers.record import Record
 
 CALL_START = "<|tool_call>"
 CALL_END = "<tool_call|>"
@@ -74,17 +74,20 @@ def bare_value_json(token: str) -> str:
     return json_string(text)
 
 
-@dataclass
-class _Frame:
+class _Frame(Record):
     kind: Literal["obj", "arr"]
     # obj: "key" (expect key or close), "key_bare", "colon", "value", "after"
     # arr: "value" (expect element or close), "after"
     state: str
-    count: int = 0
+    count: int
+
+    def __init__(self, kind: Literal["obj", "arr"], state: str, count: int = 0) -> None:
+        self.kind = kind
+        self.state = state
+        self.count = count
 
 
-@dataclass
-class CallScanner:
+class CallScanner(Record):
     """Feed the text following `<|tool_call>`; read `name`, `fragments`, `mode`.
 
     `feed` returns "" while the call is open. Once it ended (`mode == "done"`) it returns the
@@ -94,20 +97,34 @@ class CallScanner:
     verbatim.
     """
 
-    name: str | None = None
+    name: str | None
     # The call looks real: its first `key:` (or its closing brace) arrived. Before that a
     # failure is "not a call" and the engine returns the text verbatim.
-    committed: bool = False
-    fragments: list[str] = field(default_factory=list)  # argument JSON pieces not yet taken
-    mode: Mode = "prefix"
-    raw: str = ""
-    _buf: str = ""  # fed but undecided text (a possible marker prefix), part of `raw`
-    _name: str = ""
-    _stack: list[_Frame] = field(default_factory=list)
-    _key: str = ""
-    _string_is_key: bool = False
-    _bare: str = ""
-    _pending: str = ""  # separator/key written with the next value's first output
+    committed: bool
+    fragments: list[str]  # argument JSON pieces not yet taken
+    mode: Mode
+    raw: str
+    _buf: str  # fed but undecided text (a possible marker prefix), part of `raw`
+    _name: str
+    _stack: list[_Frame]
+    _key: str
+    _string_is_key: bool
+    _bare: str
+    _pending: str  # separator/key written with the next value's first output
+
+    def __init__(self) -> None:
+        self.name = None
+        self.committed = False
+        self.fragments = []
+        self.mode = "prefix"
+        self.raw = ""
+        self._buf = ""
+        self._name = ""
+        self._stack = []
+        self._key = ""
+        self._string_is_key = False
+        self._bare = ""
+        self._pending = ""
 
     @property
     def finished(self) -> bool:

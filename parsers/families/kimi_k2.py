@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from parsers.families.base import (
@@ -46,6 +45,7 @@ from parsers.families.base import (
     ToolGrammar,
 )
 from parsers.jsonstream import JsonValueReader
+from parsers.record import Record
 
 SECTION_BEGINS = ("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>")
 SECTION_ENDS = ("<|tool_calls_section_end|>", "<|tool_call_section_end|>")
@@ -93,36 +93,56 @@ def _marker_at(text: str, i: int, markers: tuple[str, ...], final: bool) -> str 
     return ""
 
 
-@dataclass
-class _Call:
+class _Call(Record):
     """One call after `<|tool_call_begin|>`: header, then arguments, until an end or boundary.
 
     `feed` returns None while the call goes on, else the text after it (after the end marker,
     or from the boundary marker on, or from the offending marker on when the header failed).
     """
 
-    ctx: CallContext = field(default_factory=CallContext)
-    ids: set[str] = field(default_factory=set)  # ids already used in this region
-    _raw: list[str] = field(default_factory=lambda: [CALL_BEGIN])  # the call's markup
-    events: list[Event] = field(default_factory=list)
-    failed: bool = False  # malformed header: nothing was emitted, `raw` is content
-    ended: bool = False
-    _named: bool = False
-    _buf: str = ""  # undecided text (the header, or a possible cut marker)
-    _hscan: int = 0  # where the header scan resumes in _buf
-    _args: list[str] = field(default_factory=list)  # argument text fed to the reader
-    _args_len: int = 0
-    _started: bool = False  # a non-blank argument character was seen
-    _sent: list[str] = field(default_factory=list)  # argument fragments emitted
-    _in_string: bool = False
-    _escape: bool = False
+    ctx: CallContext
+    ids: set[str]  # ids already used in this region
+    _raw: list[str]  # the call's markup
+    events: list[Event]
+    failed: bool  # malformed header: nothing was emitted, `raw` is content
+    ended: bool
+    _named: bool
+    _buf: str  # undecided text (the header, or a possible cut marker)
+    _hscan: int  # where the header scan resumes in _buf
+    _args: list[str]  # argument text fed to the reader
+    _args_len: int
+    _started: bool  # a non-blank argument character was seen
+    _sent: list[str]  # argument fragments emitted
+    _in_string: bool
+    _escape: bool
     # The model's spacing is kept (as vLLM returns Kimi arguments): `{"a": 1}` stays as written.
-    _reader: JsonValueReader = field(default_factory=lambda: JsonValueReader(keep_space=True))
-    _bad_at: int | None = None  # offset in the argument text where the JSON went wrong
-    _raw_mode: bool = False  # after a JSON error: look for the end marker verbatim
+    _reader: JsonValueReader
+    _bad_at: int | None  # offset in the argument text where the JSON went wrong
+    _raw_mode: bool  # after a JSON error: look for the end marker verbatim
     # A bare counter id (`0`, no name): the name is inferred from the declared tools once the
     # arguments are complete, so the call goes out whole at its end.
-    _counter_id: str | None = None
+    _counter_id: str | None
+
+    def __init__(self, ctx: CallContext, ids: set[str]) -> None:
+        self.ctx = ctx
+        self.ids = ids
+        self._raw = [CALL_BEGIN]
+        self.events = []
+        self.failed = False
+        self.ended = False
+        self._named = False
+        self._buf = ""
+        self._hscan = 0
+        self._args = []
+        self._args_len = 0
+        self._started = False
+        self._sent = []
+        self._in_string = False
+        self._escape = False
+        self._reader = JsonValueReader(keep_space=True)
+        self._bad_at = None
+        self._raw_mode = False
+        self._counter_id = None
 
     @property
     def raw(self) -> str:

@@ -20,10 +20,10 @@ that is malformed or unterminated is returned as `text` from its `<atem:invoke` 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Literal
 
 from parsers.jsonstream import canonical_json, dumps, escape_text
+from parsers.record import Record
 
 BLOCK_OPEN = "<atem:function_calls>"
 BLOCK_CLOSE = "</atem:function_calls>"
@@ -66,31 +66,50 @@ def value_json(raw: str) -> str:
     return canonical if canonical is not None else dumps(raw)
 
 
-@dataclass
-class AtemEvent:
+class AtemEvent(Record):
     kind: Literal["call", "args", "end", "text", "abort"]
     # call: the invoke name; args: an arguments fragment; end: the call is complete; text:
     # content text; abort: the current call failed and this is its text (verbatim).
     text: str
-    closers: str = ""  # abort: text closing the arguments already emitted into valid JSON
+    closers: str  # abort: text closing the arguments already emitted into valid JSON
+
+    def __init__(
+        self, kind: Literal["call", "args", "end", "text", "abort"], text: str, closers: str = ""
+    ) -> None:
+        self.kind = kind
+        self.text = text
+        self.closers = closers
 
 
-@dataclass
-class AtemScanner:
+class AtemScanner(Record):
     """Feed tool-body text (framing tokens already removed); collect `events`; then `finish`."""
 
-    events: list[AtemEvent] = field(default_factory=list)
-    calls: int = 0  # complete invokes so far
-    _buf: str = ""
-    _mode: Literal["top", "invoke", "value"] = "top"
-    _invoke_raw: str = ""  # the current invoke's text, returned verbatim if it fails
-    _params: int = 0
-    _value: str = ""  # raw value text of the current parameter
-    _value_is_string: bool | None = None  # None: undecided (leading blanks / JSON start)
-    _value_sent: int = 0  # characters of _value already streamed as string text
-    _pending: str = ""  # separator and key, written with the value's first output
-    _name: str = ""  # the current invoke's name
-    _committed: bool = False  # the current invoke's call went out
+    events: list[AtemEvent]
+    calls: int  # complete invokes so far
+    _buf: str
+    _mode: Literal["top", "invoke", "value"]
+    _invoke_raw: str  # the current invoke's text, returned verbatim if it fails
+    _params: int
+    _value: str  # raw value text of the current parameter
+    _value_is_string: bool | None  # None: undecided (leading blanks / JSON start)
+    _value_sent: int  # characters of _value already streamed as string text
+    _pending: str  # separator and key, written with the value's first output
+    _name: str  # the current invoke's name
+    _committed: bool  # the current invoke's call went out
+
+    def __init__(self) -> None:
+        self.events = []
+        self.calls = 0
+        self._buf = ""
+        self._mode = "top"
+        self._invoke_raw = ""
+        self._params = 0
+        self._value = ""
+        self._value_is_string = None
+        self._value_sent = 0
+        self._pending = ""
+        self._name = ""
+        self._committed = False
 
     def feed(self, text: str) -> None:
         self._buf += text
