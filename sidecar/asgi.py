@@ -39,12 +39,9 @@ def header(scope: Scope, name: bytes) -> bytes | None:
 
 async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
     """The whole request body; a 413 `APIError` past `limit` bytes (declared or received)."""
-    too_large = APIError(
-        413, f"request body exceeds the limit of {limit} bytes", code="request_too_large"
-    )
     declared = header(scope, b"content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise too_large
+        raise _too_large(limit)
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -54,10 +51,16 @@ async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
-            raise too_large
+            raise _too_large(limit)
         chunks.append(chunk)
         if not message.get("more_body", False):
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
+def _too_large(limit: int) -> APIError:
+    return APIError(
+        413, f"request body exceeds the limit of {limit} bytes", code="request_too_large"
+    )
 
 
 def dumps(payload: Any) -> bytes:
