@@ -100,18 +100,22 @@ class Sidecar:
                 model=chat.model or self.config.model,
                 include_usage=chat.include_usage,
             )
+            # The parser is built once the engine request is written, while the engine works.
+            parser: list[StreamParser] = []
+
+            def build_parser() -> None:
+                parser.append(parser_for(plan))
+
             if chat.stream:
-                engine_stream = await self.engine.open_stream(engine_request)
-                await self._stream(
-                    receive, send, engine_stream, parser_for(plan), factory, started, route
-                )
+                engine_stream = await self.engine.open_stream(engine_request, build_parser)
+                await self._stream(receive, send, engine_stream, parser[0], factory, started, route)
                 return
             with DisconnectWatch(receive) as watch:
-                event = await self.engine.complete(engine_request)
+                event = await self.engine.complete(engine_request, build_parser)
             if watch.gone:  # the engine request was cancelled (its connection closed)
                 self.metrics.done(499, time.perf_counter() - started, False, "client_disconnected")
                 return
-            message = parse_whole(plan, event.text, event.finish_reason or "stop")
+            message = parse_whole(plan, event.text, event.finish_reason or "stop", parser[0])
             body = completion(
                 factory.id, factory.created, factory.model, message, event.usage, event.stop_reason
             )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
 from sidecar import http1
@@ -150,7 +150,9 @@ class EngineClient:
             return False
         return response.status == 200
 
-    async def _send(self, request: EngineRequest) -> http1.Response:
+    async def _send(
+        self, request: EngineRequest, meanwhile: Callable[[], object] | None
+    ) -> http1.Response:
         # Compact JSON, non-ASCII kept, no NaN (what httpx's `json=` sent).
         body = json.dumps(
             self.adapter.build_body(request),
@@ -159,7 +161,9 @@ class EngineClient:
             allow_nan=False,
         ).encode()
         try:
-            response = await self._client.request("POST", self.adapter.generate_path, body, _JSON)
+            response = await self._client.request(
+                "POST", self.adapter.generate_path, body, _JSON, meanwhile=meanwhile
+            )
         except http1.ConnectError as exc:
             raise EngineError(
                 503, f"engine unreachable at {self.base_url} ({exc!r})", "engine_unavailable"
@@ -182,12 +186,19 @@ class EngineClient:
             )
         return response
 
-    async def open_stream(self, request: EngineRequest) -> EngineStream:
-        """Send a streamed request; raises `EngineError` before anything is streamed."""
-        return EngineStream(await self._send(request), self.adapter, self.timeouts.read)
+    async def open_stream(
+        self, request: EngineRequest, meanwhile: Callable[[], object] | None = None
+    ) -> EngineStream:
+        """Send a streamed request; raises `EngineError` before anything is streamed.
+        `meanwhile` runs once the request is written, while the engine works."""
+        response = await self._send(request, meanwhile)
+        return EngineStream(response, self.adapter, self.timeouts.read)
 
-    async def complete(self, request: EngineRequest) -> EngineEvent:
-        response = await self._send(request)
+    async def complete(
+        self, request: EngineRequest, meanwhile: Callable[[], object] | None = None
+    ) -> EngineEvent:
+        """The whole response to a non-streamed request (`meanwhile` as for `open_stream`)."""
+        response = await self._send(request, meanwhile)
         try:
             raw = await response.read()
         except http1.HTTPError as exc:

@@ -19,7 +19,7 @@ import logging
 import re
 import ssl
 import time
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
@@ -473,10 +473,13 @@ class Client:
         headers: Iterable[tuple[str, str]] = (),
         *,
         timeout: float | None = None,
+        meanwhile: Callable[[], object] | None = None,
     ) -> Response:
         """Send a request; returns once the response head arrived (the body is left to read).
 
         `timeout` overrides both the connect and the read timeout for this request.
+        `meanwhile` is called once, right after the request is written: work that overlaps
+        the server's instead of following it.
         """
         read_timeout = self.read_timeout if timeout is None else timeout
         if self.origin.authorization is not None:
@@ -489,7 +492,7 @@ class Client:
             conn, reused = await self._connect(timeout), False
         try:
             try:
-                head = await self._exchange(conn, data, read_timeout)
+                head = await self._exchange(conn, data, read_timeout, meanwhile)
             except _NothingReceived as exc:
                 conn.close()
                 if not reused:
@@ -551,9 +554,17 @@ class Client:
             raise ConnectError(f"cannot connect to {origin.host}:{origin.port}: {exc}") from None
         return conn
 
-    async def _exchange(self, conn: Connection, data: bytes, timeout: float) -> Head:
-        """Write the request, read the final response head."""
+    async def _exchange(
+        self,
+        conn: Connection,
+        data: bytes,
+        timeout: float,
+        meanwhile: Callable[[], object] | None = None,
+    ) -> Head:
+        """Write the request, call `meanwhile`, read the final response head."""
         conn.send(data)
+        if meanwhile is not None:
+            meanwhile()
         received = False
         while True:
             try:

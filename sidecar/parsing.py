@@ -15,9 +15,13 @@ def parser_for(plan: ParsePlan) -> StreamParser:
     return StreamParser(plan=plan)
 
 
-def parse_whole(plan: ParsePlan, text: str, finish_reason: str) -> ParsedMessage:
-    """A non-streamed response: the same engine fed once (what `parsers.parse` does)."""
-    parser = parser_for(plan)
+def parse_whole(
+    plan: ParsePlan, text: str, finish_reason: str, parser: StreamParser | None = None
+) -> ParsedMessage:
+    """A non-streamed response: the same engine fed once (what `parsers.parse` does).
+    `parser`: a fresh `parser_for(plan)` built beforehand (while the engine worked)."""
+    if parser is None:
+        parser = parser_for(plan)
     aggregate = Aggregate()
     aggregate.add(parser.feed(text))
     aggregate.add(parser.finish(finish_reason))

@@ -297,6 +297,39 @@ def test_stale_pooled_connection_is_retried_once_on_a_new_connection() -> None:
     assert connections == 2 and requests == 3  # sent on the stale one, then once more
 
 
+def test_meanwhile_runs_once_after_the_request_is_written_before_the_answer() -> None:
+    """Also when the request goes out twice (a stale pooled connection, then a new one)."""
+    events: list[str] = []
+
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, n: int) -> None:
+        if n == 1:  # answers once, then drops the connection when the next request arrives
+            await server.read_request(r)
+            w.write(OK)
+            await server.read_request(r)
+            return
+        while await server.read_request(r) is not None:
+            events.append("server got the request")
+            await asyncio.sleep(0.05)
+            events.append("server answers")
+            w.write(OK)
+
+    server = Server(handler)
+
+    async def main() -> bytes:
+        async with server:
+            c = client(server.url)
+            await (await c.request("POST", "/", b"1")).read()
+            response = await c.request(
+                "POST", "/", b"2", meanwhile=lambda: events.append("meanwhile")
+            )
+            data = await response.read()
+            await c.aclose()
+            return data
+
+    assert run(main()) == b"hello"
+    assert events == ["meanwhile", "server got the request", "server answers"]
+
+
 def test_a_new_connection_closed_before_answering_is_not_retried() -> None:
     async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, n: int) -> None:
         await server.read_request(r)  # then close without a response
