@@ -54,7 +54,7 @@ def wait_live(url: str, proc: subprocess.Popen[bytes]) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise SystemExit(f"process exited early: {proc.args}")
+            raise SystemExit(f"process exited early: {proc.args!r}")
         try:
             if httpx.get(url, timeout=1).status_code < 500:
                 return
@@ -71,10 +71,16 @@ def rss_kib(pid: int) -> int:
     return 0
 
 
+def cpu_split_ms(pid: int) -> tuple[float, float]:
+    """User and system CPU milliseconds the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    tick = 1000 / os.sysconf("SC_CLK_TCK")
+    return int(fields[11]) * tick, int(fields[12]) * tick
+
+
 def cpu_ms(pid: int) -> float:
     """User + system CPU milliseconds the process has used so far."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+    return sum(cpu_split_ms(pid))
 
 
 def pct(values: list[float], p: float) -> float:
@@ -251,9 +257,14 @@ def main() -> int:
             "direct and sidecar interleaved (ms)"
         )
         cpu_before = cpu_ms(sidecar.pid), cpu_ms(engine.pid)
+        split_before = cpu_split_ms(sidecar.pid)
         lat = run(latency([direct, via], args.requests))
         sidecar_cpu = (cpu_ms(sidecar.pid) - cpu_before[0]) / (args.requests + 20)
         engine_cpu = (cpu_ms(engine.pid) - cpu_before[1]) / (2 * (args.requests + 20))
+        user, system = (
+            (after - before) / (args.requests + 20)
+            for after, before in zip(cpu_split_ms(sidecar.pid), split_before, strict=True)
+        )
         assert isinstance(lat, list)
         d, s = lat
         print(f"   {'':16}{'p50':>8}{'p99':>8}{'mean':>8}")
@@ -282,8 +293,8 @@ def main() -> int:
             f"p50 {pct(h, 50) - pct(e, 50):.2f} ms"
         )
         print(
-            f"   CPU per request (user + system): sidecar {sidecar_cpu:.2f} ms, "
-            f"fake engine {engine_cpu:.2f} ms"
+            f"   CPU per request (user + system): sidecar {sidecar_cpu:.2f} ms "
+            f"({user:.2f} + {system:.2f}), fake engine {engine_cpu:.2f} ms"
         )
         own = in_process_cost(chat_body(False), args.requests)
         print(f"   of which the sidecar's own work (validate, render, plan, parse): {own:.3f} ms")
