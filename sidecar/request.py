@@ -132,6 +132,42 @@ def _tools(body: Mapping[str, Any]) -> list[dict[str, Any]]:
     return tools
 
 
+_SAMPLING_KEYS = frozenset(
+    {
+        "max_completion_tokens",
+        "max_tokens",
+        "temperature",
+        "top_p",
+        "top_k",
+        "min_p",
+        "seed",
+        "presence_penalty",
+        "frequency_penalty",
+        "repetition_penalty",
+        "stop",
+    }
+)
+_NO_SAMPLING = Sampling()  # a request without sampling fields (checks them only when present)
+
+
+def _sampling(body: Mapping[str, Any]) -> Sampling:
+    max_tokens = _integer(body, "max_completion_tokens", 1)
+    if max_tokens is None:
+        max_tokens = _integer(body, "max_tokens", 1)
+    return Sampling(
+        max_tokens=max_tokens,
+        temperature=_number(body, "temperature", 0.0, 2.0),
+        top_p=_number(body, "top_p", 0.0, 1.0),
+        top_k=_integer(body, "top_k", -1),
+        min_p=_number(body, "min_p", 0.0, 1.0),
+        seed=_integer(body, "seed"),
+        presence_penalty=_number(body, "presence_penalty", -2.0, 2.0),
+        frequency_penalty=_number(body, "frequency_penalty", -2.0, 2.0),
+        repetition_penalty=_number(body, "repetition_penalty", 0.0, 10.0),
+        stop=_stop(body),
+    )
+
+
 def parse_chat_request(body: Mapping[str, Any]) -> ChatRequest:
     """Validate a decoded body; raises `APIError` (400) naming the offending field."""
     model = body.get("model")
@@ -153,21 +189,7 @@ def parse_chat_request(body: Mapping[str, Any]) -> ChatRequest:
     n = _integer(body, "n", 1)
     if n not in (None, 1):
         raise bad_request("'n' must be 1: this sidecar returns one choice", "n")
-    max_tokens = _integer(body, "max_completion_tokens", 1)
-    if max_tokens is None:
-        max_tokens = _integer(body, "max_tokens", 1)
-    sampling = Sampling(
-        max_tokens=max_tokens,
-        temperature=_number(body, "temperature", 0.0, 2.0),
-        top_p=_number(body, "top_p", 0.0, 1.0),
-        top_k=_integer(body, "top_k", -1),
-        min_p=_number(body, "min_p", 0.0, 1.0),
-        seed=_integer(body, "seed"),
-        presence_penalty=_number(body, "presence_penalty", -2.0, 2.0),
-        frequency_penalty=_number(body, "frequency_penalty", -2.0, 2.0),
-        repetition_penalty=_number(body, "repetition_penalty", 0.0, 10.0),
-        stop=_stop(body),
-    )
+    sampling = _sampling(body) if not body.keys().isdisjoint(_SAMPLING_KEYS) else _NO_SAMPLING
     fmt = body.get("response_format")
     if fmt is not None and (
         not isinstance(fmt, dict) or fmt.get("type") not in ("text", "json_object", "json_schema")
