@@ -115,9 +115,10 @@ class DisconnectWatch:
         self.gone = False
 
     def __enter__(self) -> DisconnectWatch:
-        self._task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        self._task = asyncio.current_task(loop)
         self._active = True
-        self._timer = asyncio.get_running_loop().call_later(self._delay, self._start)
+        self._timer = loop.call_later(self._delay, self._start)
         return self
 
     def _start(self) -> None:

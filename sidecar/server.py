@@ -29,8 +29,9 @@ class _HeadWithBody:
     cycle: a reference cycle would leave both to the garbage collector.
     """
 
-    def __init__(self, transport: asyncio.Transport) -> None:
+    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
         self._transport = transport
+        self._loop = loop
         self._held: bytes | None = None
         self._flush_handle: asyncio.Handle | None = None
 
@@ -41,7 +42,7 @@ class _HeadWithBody:
             self._transport.write(held + data)
         elif data.startswith(b"HTTP/1.1 "):
             self._held = data
-            self._flush_handle = asyncio.get_running_loop().call_soon(self.flush)
+            self._flush_handle = self._loop.call_soon(self.flush)
         else:
             self._transport.write(data)
 
@@ -84,7 +85,7 @@ class SidecarHTTPProtocol(HttpToolsProtocol, asyncio.BufferedProtocol):
         # A new cycle holds the protocol's own transport (an upgrade or a 503 for too many
         # connections creates none, or one that is already wrapped).
         if cycle is not None and cycle.transport is self.transport:
-            cycle.transport = _HeadWithBody(self.transport)  # type: ignore[assignment]
+            cycle.transport = _HeadWithBody(self.transport, self.loop)  # type: ignore[assignment]
 
 
 def server_options() -> dict[str, Any]:
