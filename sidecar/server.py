@@ -5,7 +5,7 @@ another, so a whole (non-streamed) response left as two TCP segments: two `send`
 (each tens of microseconds on loopback, waking the client) where one does. Here the head is
 held back until the next write of the same response, which then carries both; if none
 follows before the event loop's next turn (a stream whose first event is still awaited, a
-HEAD response), the head goes out alone then. Streamed body parts are never held.
+HEAD response), the head goes out alone then. Body parts are written at once.
 """
 
 from __future__ import annotations
@@ -82,8 +82,8 @@ class SidecarHTTPProtocol(HttpToolsProtocol, asyncio.BufferedProtocol):
     def on_headers_complete(self) -> None:
         super().on_headers_complete()
         cycle = self.cycle
-        # A new cycle holds the protocol's own transport (an upgrade or a 503 for too many
-        # connections creates none, or one that is already wrapped).
+        # Wrap each new cycle's transport once (an upgrade creates no cycle: `self.cycle` is
+        # then the previous one, already wrapped).
         if cycle is not None and cycle.transport is self.transport:
             cycle.transport = _HeadWithBody(self.transport, self.loop)  # type: ignore[assignment]
 
