@@ -21,6 +21,7 @@ import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
+from typing import cast
 from urllib.parse import unquote, urlsplit
 
 from sidecar import recvbuf
@@ -268,8 +269,8 @@ class Connection(asyncio.BufferedProtocol):
     # asyncio protocol callbacks
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
+        # A stream transport; not necessarily an `asyncio.Transport` subclass (uvloop's).
+        self.transport = cast(asyncio.Transport, transport)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return recvbuf.view()
