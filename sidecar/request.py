@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from sidecar.errors import APIError, bad_request
@@ -132,21 +132,8 @@ def _tools(body: Mapping[str, Any]) -> list[dict[str, Any]]:
     return tools
 
 
-_SAMPLING_KEYS = frozenset(
-    {
-        "max_completion_tokens",
-        "max_tokens",
-        "temperature",
-        "top_p",
-        "top_k",
-        "min_p",
-        "seed",
-        "presence_penalty",
-        "frequency_penalty",
-        "repetition_penalty",
-        "stop",
-    }
-)
+# The body fields `_sampling` reads: Sampling's own names, and OpenAI's newer max_tokens name.
+_SAMPLING_KEYS = frozenset(f.name for f in fields(Sampling)) | {"max_completion_tokens"}
 _NO_SAMPLING = Sampling()  # a request without sampling fields (checks them only when present)
 
 
