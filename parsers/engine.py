@@ -87,7 +87,11 @@ class Engine:
         if self._finished:
             return []
         self._finished = True
-        self.feed = self._feed  # type: ignore[method-assign]
+        # Back to the class's `feed` (it raises now). Not `self.feed = self._feed`: a bound
+        # method of the engine kept on it is a reference cycle, and every finished parser would
+        # wait for the cyclic collector (a pause every ~20 sidecar requests) instead of being
+        # freed when the response is done.
+        self.__dict__.pop("feed", None)
         deltas = self._emitter.push(self._machine.finish(reason))
         self.finish_reason = "tool_calls" if self._emitter.calls else reason
         return deltas

@@ -315,6 +315,9 @@ class KimiK3Machine(FamilyMachine):
         return out
 
     def finish(self, reason: str = "stop") -> list[Event]:
+        # Let go of the engine's feed: kept past the end it makes engine and machine a
+        # reference cycle, freed only by the cyclic collector.
+        self._general = self._unbound
         out: list[Event] = []
         data, self._buf = self._buf, ""
         self._run(data, out, final=True)
