@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 
 from buildtool.cache.errors import CacheError, show
 from buildtool.fsutil import remove_path
 
 
-def newest_mtime(
+def file_stats(
     roots: Iterable[bytes],
     skip: frozenset[bytes] = frozenset(),
     ignore: Callable[[bytes], bool] | None = None,
-) -> float | None:
-    """Newest mtime of any file or symlink under `roots` (absolute), never following links.
+) -> Iterator[os.stat_result]:
+    """The stat of every file or symlink under `roots` (absolute), never following links.
 
-    `skip`: absolute directories not to enter. `ignore(abs_path)`: files not to count.
+    `skip`: absolute directories not to enter. `ignore(abs_path)`: files not to count. A file
+    that vanishes meanwhile is left out.
     """
-    newest: float | None = None
     todo = [r for r in roots if os.path.isdir(r)]
     while todo:
         current = todo.pop()
@@ -27,9 +27,7 @@ def newest_mtime(
             with os.scandir(current) as listing:
                 items = list(listing)
         except OSError as exc:
-            raise CacheError(
-                f"cannot list build output folder {show(current)}: {exc.strerror}"
-            ) from exc
+            raise CacheError(f"cannot list folder {show(current)}: {exc.strerror}") from exc
         for item in items:
             path = os.path.join(current, os.fsencode(item.name))
             if item.is_dir(follow_symlinks=False):
@@ -39,12 +37,18 @@ def newest_mtime(
             if ignore is not None and ignore(path):
                 continue
             try:
-                mtime = item.stat(follow_symlinks=False).st_mtime
+                yield item.stat(follow_symlinks=False)
             except FileNotFoundError:
                 continue
-            if newest is None or mtime > newest:
-                newest = mtime
-    return newest
+
+
+def newest_mtime(
+    roots: Iterable[bytes],
+    skip: frozenset[bytes] = frozenset(),
+    ignore: Callable[[bytes], bool] | None = None,
+) -> float | None:
+    """Newest mtime of the files `file_stats` finds (None: none)."""
+    return max((st.st_mtime for st in file_stats(roots, skip, ignore)), default=None)
 
 
 def clear(path: bytes, keep: bytes | None) -> None:

@@ -24,13 +24,15 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from buildtool.cache.artifacts import file_stats
+from buildtool.cache.errors import CacheError
 from buildtool.images.targets import SIDECARS
 
 MARKER = "artifact: building"
 REUSED = "artifact: reusing"
 # Never inputs of the wheel (the helper's --exclude, byte-code, VCS). Anything else counts: an
 # extra file can only cause a rebuild, never a stale reuse.
-SKIPPED = frozenset({"wheelhouse", "__pycache__", ".git"})
+SKIPPED = frozenset({b"wheelhouse", b"__pycache__", b".git"})
 
 
 class ArtifactError(RuntimeError):
@@ -69,18 +71,12 @@ def build_wheel(workspace: Path, build_dir: Path, dist_dir: Path) -> Path:
 
 
 def newest_input_mtime_ns(workspace: Path) -> int:
-    newest = 0
-    stack = [workspace]
-    while stack:
-        with os.scandir(stack.pop()) as entries:
-            for entry in entries:
-                if entry.name in SKIPPED or entry.name.endswith(".pyc"):
-                    continue
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(Path(entry.path))
-                else:
-                    newest = max(newest, entry.stat(follow_symlinks=False).st_mtime_ns)
-    return newest
+    root = os.fsencode(workspace)
+
+    def not_input(path: bytes) -> bool:  # skipped folders are entered; their files ignored
+        return any(p in SKIPPED or p.endswith(b".pyc") for p in path[len(root) + 1 :].split(b"/"))
+
+    return max((st.st_mtime_ns for st in file_stats([root], ignore=not_input)), default=0)
 
 
 def fresh_wheel(workspace: Path, dist_dir: Path) -> Path | None:
@@ -117,7 +113,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{MARKER} the wheel for sidecar-{args.sidecar} in {args.build_dir}", flush=True)
             wheel = build_wheel(workspace, args.build_dir, args.dist_dir)
         check_entry_point(wheel, args.sidecar)
-    except (ArtifactError, SystemExit, OSError) as exc:
+    except (ArtifactError, CacheError, SystemExit, OSError) as exc:
         print(f"artifact: error: {exc}", file=sys.stderr)
         return 1
     print(f"artifact: {wheel}", flush=True)
