@@ -66,7 +66,7 @@ class Engine:
         self._finished = False
         # `feed` is an instance attribute: the family machine's own chunk-to-deltas function
         # with its fast paths (no call layer in between: a few-character feed is mostly such
-        # fixed costs), else the general `_feed`; after finish `_feed`, which raises.
+        # fixed costs), else the general `_feed`; after finish the class's `feed`, which raises.
         # fast_paths=False: every feed takes the general path (tests compare the two)
         feed: Callable[[str], list[Delta]] = self._feed
         if fast_paths:
