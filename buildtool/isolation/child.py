@@ -53,7 +53,7 @@ def run(request: ChildRequest) -> int:
 
     import pytest  # already imported in a fork-server child; cheap then
 
-    from buildtool.isolation import prebuilt
+    from buildtool.isolation import prebuilt, pyc_reader
     from buildtool.isolation.events import ChildReporter
     from buildtool.isolation.metadata_cache import EndOfStartup
 
@@ -61,6 +61,7 @@ def run(request: ChildRequest) -> int:
     # Before pytest (and any conftest) can touch the environment: what the child started with.
     reporter.emit("hello", pid=os.getpid(), environ_names=sorted(os.environ))
     prebuilt.use(request.argv)  # a fork-server child: pytest's initial config is ready
+    pyc_reader.install()  # every assertion-rewritten module is imported afresh here
     return int(pytest.main(list(request.argv), plugins=[reporter, EndOfStartup()]))
 
 
