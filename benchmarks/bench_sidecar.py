@@ -6,7 +6,8 @@ Starts a fake engine (`python -m sidecar.fake_engine`) and the real sidecar CLI 
 processes on loopback, then measures from this process:
   1. latency of sequential non-streamed requests: engine direct vs through the sidecar,
      interleaved request by request (p50/p99, and the sidecar's added latency; goal <= 1 ms
-     added at p50);
+     added at p50), with a third target in the same rounds: `raw_proxy.py`, bare asyncio
+     forwarding the same engine request, the floor any Python proxy pays on this machine;
   2. throughput with 64 concurrent streams: direct vs sidecar (requests/s, chunks/s);
   3. 200 concurrent streams: errors (goal: none) and the sidecar's RSS before/after.
 """
@@ -62,6 +63,19 @@ def wait_live(url: str, proc: subprocess.Popen[bytes]) -> None:
             pass
         time.sleep(0.1)
     raise SystemExit(f"{url} did not come up")
+
+
+def wait_port(port: int, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"process exited early: {proc.args!r}")
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit(f"port {port} did not open")
 
 
 def rss_kib(pid: int) -> int:
@@ -207,7 +221,7 @@ def main() -> int:
     args = p.parse_args()
 
     bindir = Path(sys.executable).parent
-    engine_port, sidecar_port = free_port(), free_port()
+    engine_port, sidecar_port, floor_port = free_port(), free_port(), free_port()
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump({"bench": {"text": OUTPUT, "seed": 1}}, f)
     engine = subprocess.Popen(
@@ -223,16 +237,24 @@ def main() -> int:
         env={k: v for k, v in os.environ.items() if not k.startswith("DYN_")},
         stdout=subprocess.DEVNULL,
     )  # fmt: skip
+    path = "/generate" if args.engine == "sglang" else "/v1/completions"
+    prompt = "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n"
+
+    def engine_body(stream: bool) -> dict[str, object]:
+        if args.engine == "sglang":
+            return {"text": prompt, "sampling_params": {}, "stream": stream}
+        return {"model": "bench", "prompt": prompt, "stream": stream}
+
+    floor = None
     try:
         wait_live(f"http://127.0.0.1:{engine_port}/health", engine)
+        floor = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("raw_proxy.py")), str(engine_port),
+             str(floor_port), path, json.dumps(engine_body(False))],
+            stdout=subprocess.DEVNULL,
+        )  # fmt: skip
         wait_live(f"http://127.0.0.1:{sidecar_port}/live", sidecar)
-        path = "/generate" if args.engine == "sglang" else "/v1/completions"
-        prompt = "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n"
-
-        def engine_body(stream: bool) -> dict[str, object]:
-            if args.engine == "sglang":
-                return {"text": prompt, "sampling_params": {}, "stream": stream}
-            return {"model": "bench", "prompt": prompt, "stream": stream}
+        wait_port(floor_port, floor)
 
         def chat_body(stream: bool) -> dict[str, object]:
             return {
@@ -246,6 +268,9 @@ def main() -> int:
         via = Target(
             "via sidecar", f"http://127.0.0.1:{sidecar_port}/v1/chat/completions", chat_body
         )
+        bare = Target(
+            "via raw proxy", f"http://127.0.0.1:{floor_port}/v1/chat/completions", chat_body
+        )
         print(f"engine: fake {args.engine}; parser route: legacy_jail (hermes + qwen3)")
         print(
             f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} "
@@ -258,17 +283,19 @@ def main() -> int:
         )
         cpu_before = cpu_ms(sidecar.pid), cpu_ms(engine.pid)
         split_before = cpu_split_ms(sidecar.pid)
-        lat = run(latency([direct, via], args.requests))
+        floor_before = cpu_ms(floor.pid)
+        lat = run(latency([direct, via, bare], args.requests))
         sidecar_cpu = (cpu_ms(sidecar.pid) - cpu_before[0]) / (args.requests + 20)
-        engine_cpu = (cpu_ms(engine.pid) - cpu_before[1]) / (2 * (args.requests + 20))
+        engine_cpu = (cpu_ms(engine.pid) - cpu_before[1]) / (3 * (args.requests + 20))
+        floor_cpu = (cpu_ms(floor.pid) - floor_before) / (args.requests + 20)
         user, system = (
             (after - before) / (args.requests + 20)
             for after, before in zip(cpu_split_ms(sidecar.pid), split_before, strict=True)
         )
         assert isinstance(lat, list)
-        d, s = lat
+        d, s, r = lat
         print(f"   {'':16}{'p50':>8}{'p99':>8}{'mean':>8}")
-        for name, values in ((direct.name, d), (via.name, s)):
+        for name, values in ((direct.name, d), (via.name, s), (bare.name, r)):
             print(
                 f"   {name:16}{pct(values, 50):8.2f}{pct(values, 99):8.2f}"
                 f"{statistics.fmean(values):8.2f}"
@@ -276,6 +303,11 @@ def main() -> int:
         print(
             f"   added by sidecar: p50 {pct(s, 50) - pct(d, 50):.2f} ms, "
             f"p99 {pct(s, 99) - pct(d, 99):.2f} ms (goal <= 1 ms at p50)"
+        )
+        print(
+            f"   added by the raw proxy (bare asyncio, no framework, no work: the floor for a "
+            f"Python proxy here): p50 {pct(r, 50) - pct(d, 50):.2f} ms, "
+            f"CPU {floor_cpu:.2f} ms/request"
         )
 
         health = [
@@ -338,7 +370,9 @@ def main() -> int:
         )
         return 1 if errors else 0
     finally:
-        for proc in (sidecar, engine):
+        for proc in (sidecar, engine, floor):
+            if proc is None:
+                continue
             proc.terminate()
             proc.wait(10)
         os.unlink(f.name)

@@ -1,0 +1,95 @@
+"""The floor for one proxied HTTP hop in Python: the least a proxy on asyncio can do.
+
+    python benchmarks/raw_proxy.py ENGINE_PORT PORT ENGINE_PATH ENGINE_BODY_JSON
+
+Bare asyncio protocols on one kept-alive engine connection: for each request it reads the head
+and a Content-Length body, decodes the JSON (a proxy has to read the request), sends the engine
+the fixed ENGINE_BODY_JSON on ENGINE_PATH, and returns the engine's body as it came. No HTTP
+framework, no validation, no prompt, no parsing, no error handling, non-streamed Content-Length
+responses only. `bench_sidecar.py` times it beside the engine and the sidecar, so "added by the
+sidecar" can be read against what any Python proxy adds on the same machine in the same run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+
+
+def _framed(buffer: bytes) -> tuple[bytes, bytes] | None:
+    """(body, rest) once `buffer` holds a whole message with a Content-Length body."""
+    end = buffer.find(b"\r\n\r\n")
+    if end < 0:
+        return None
+    head = buffer[:end].lower()
+    at = head.find(b"content-length:")
+    size = int(head[at + 15 :].split(b"\r\n", 1)[0]) if at >= 0 else 0
+    if len(buffer) < end + 4 + size:
+        return None
+    return buffer[end + 4 : end + 4 + size], buffer[end + 4 + size :]
+
+
+class _Engine(asyncio.Protocol):
+    def __init__(self) -> None:
+        self.buffer = b""
+        self.transport: asyncio.Transport | None = None
+        self.waiter: asyncio.Future[bytes] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        found = _framed(self.buffer)
+        if found is not None and self.waiter is not None:
+            body, self.buffer = found
+            self.waiter.set_result(body)
+
+
+class _Client(asyncio.Protocol):
+    def __init__(self, engine: _Engine, request: bytes) -> None:
+        self.engine, self.request = engine, request
+        self.buffer = b""
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        found = _framed(self.buffer)
+        if found is not None:
+            body, self.buffer = found
+            asyncio.get_running_loop().create_task(self.answer(body))
+
+    async def answer(self, body: bytes) -> None:
+        json.loads(body)
+        assert self.engine.transport is not None and self.transport is not None
+        self.engine.waiter = asyncio.get_running_loop().create_future()
+        self.engine.transport.write(self.request)
+        reply = await self.engine.waiter
+        self.transport.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: "
+            + str(len(reply)).encode()
+            + b"\r\n\r\n"
+            + reply
+        )
+
+
+async def serve(engine_port: int, port: int, path: str, body: bytes) -> None:
+    request = (
+        f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    ).encode() + body
+    loop = asyncio.get_running_loop()
+    _, engine = await loop.create_connection(_Engine, "127.0.0.1", engine_port)
+    server = await loop.create_server(lambda: _Client(engine, request), "127.0.0.1", port)
+    await server.serve_forever()
+
+
+if __name__ == "__main__":
+    engine_port, port, path, body = sys.argv[1:5]
+    asyncio.run(serve(int(engine_port), int(port), path, body.encode()))
