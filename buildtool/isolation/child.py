@@ -14,7 +14,9 @@ import os
 import random
 import sys
 import traceback
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from typing import NoReturn
 
 # Exit code when the child's own machinery breaks (not pytest's: those are 0-5).
 INTERNAL_ERROR = 70
@@ -40,8 +42,8 @@ class ChildRequest:
         return cls(**data)
 
 
-def run(request: ChildRequest) -> int:
-    """Set up the process for the test, run pytest on it, return its exit status."""
+def prepare_process(request: ChildRequest) -> None:
+    """The test's environment, working directory and output, before pytest reads any of it."""
     os.environ.clear()
     os.environ.update(request.env)
     os.chdir(request.cwd)
@@ -50,6 +52,11 @@ def run(request: ChildRequest) -> int:
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(line_buffering=True)
+
+
+def run(request: ChildRequest) -> int:
+    """Set up the process for the test, run pytest on it, return its exit status."""
+    prepare_process(request)
 
     import pytest  # already imported in a fork-server child; cheap then
 
@@ -65,20 +72,32 @@ def run(request: ChildRequest) -> int:
     return int(pytest.main(list(request.argv), plugins=[reporter, EndOfStartup()]))
 
 
-def run_and_exit(request: ChildRequest) -> None:
+def exit_code_of(run_session: Callable[[], int]) -> int:
+    """`run_session()`'s status; a `SystemExit`'s code; INTERNAL_ERROR if it raised."""
+    try:
+        return run_session()
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else INTERNAL_ERROR
+    except BaseException:
+        traceback.print_exc()
+        return INTERNAL_ERROR
+
+
+def exit_now(code: int) -> NoReturn:
+    """End a child process with `code`, its output flushed and nothing else run."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    os._exit(code)
+
+
+def run_and_exit(request: ChildRequest) -> NoReturn:
     """Never returns: a forked child must not fall back into the server's loop."""
     code = INTERNAL_ERROR
     try:
-        code = run(request)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else INTERNAL_ERROR
-    except BaseException:
-        traceback.print_exc()
+        code = exit_code_of(lambda: run(request))
     finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):
-                stream.flush()
-        os._exit(code)
+        exit_now(code)
 
 
 def main(argv: list[str]) -> None:

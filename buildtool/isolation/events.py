@@ -38,6 +38,11 @@ class ChildReporter:
         self._config: pytest.Config | None = None
         self._session: pytest.Session | None = None
 
+    def retarget(self, report_path: str, nodeid: str, env: dict[str, str | None]) -> None:
+        """Record another test instead (a child of the startup snapshot takes the reporter the
+        snapshot registered, so the plugin order is that of any other child)."""
+        self.nodeid, self.env, self._path = nodeid, env, report_path
+
     def emit(self, event: str, **fields: Any) -> None:
         line = json.dumps({"event": event, "t": time.time(), **fields}, default=repr) + "\n"
         # Append + close per event: the record survives any way the child may die afterwards.

@@ -31,7 +31,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from buildtool.isolation import fixture_scan, metadata_cache, prebuilt
+from buildtool.isolation import fixture_scan, metadata_cache, prebuilt, snapshot
 from buildtool.isolation.child import ChildRequest, run_and_exit
 
 _WARMUP_TEST = """
@@ -140,9 +140,27 @@ class _Requests:
         line, self._buffer = self._buffer.split(b"\n", 1)
         return line + b"\n"
 
+    def push_back(self, data: bytes) -> None:
+        """Read `data` again first (what the snapshot process handed back)."""
+        self._buffer = data + self._buffer
 
-def serve(proto_in: int, proto_out: int) -> None:
+
+def serve(proto_in: int, proto_out: int, use_snapshot: bool) -> None:
     requests = _Requests(proto_in)
+
+    def relay(pid: int) -> bool:
+        """Report the forked child and how it ended; False if the parent is gone."""
+        _send(proto_out, pid=pid)
+        status = wait_child(pid, proto_in)
+        kill_leftovers(pid)
+        if status is None:
+            return False  # the parent is gone: so is its test
+        _send(proto_out, pid=pid, status=status)
+        return True
+
+    def enter_child(request: ChildRequest) -> None:
+        _enter_child(request, proto_in, proto_out)
+
     while True:
         line = requests.next()
         if not line:
@@ -152,15 +170,19 @@ def serve(proto_in: int, proto_out: int) -> None:
             gc.freeze()  # the new objects too: children neither scan nor copy them
         sys.stdout.flush()
         sys.stderr.flush()
+        if use_snapshot:
+            use_snapshot = False  # one try: what it hands back is served from here
+            handed_back = snapshot.start(line, requests, relay, enter_child)
+            if handed_back is None:
+                return  # it served until the parent closed the pipe (or it died: so do we)
+            requests.push_back(handed_back)
+            continue
         pid = os.fork()
         if pid == 0:
-            _become_child(request, proto_in, proto_out)
-        _send(proto_out, pid=pid)
-        status = wait_child(pid, proto_in)
-        kill_leftovers(pid)
-        if status is None:
-            return  # the parent is gone: so is its test
-        _send(proto_out, pid=pid, status=status)
+            _enter_child(request, proto_in, proto_out)
+            run_and_exit(request)
+        if not relay(pid):
+            return
 
 
 def wait_child(pid: int, proto_in: int) -> int | None:
@@ -196,7 +218,8 @@ def kill_leftovers(pgid: int) -> None:
         os.killpg(pgid, signal.SIGKILL)
 
 
-def _become_child(request: ChildRequest, proto_in: int, proto_out: int) -> None:
+def _enter_child(request: ChildRequest, proto_in: int, proto_out: int) -> None:
+    """A forked child's own process group and output file; no way back to the protocol."""
     try:
         os.setsid()  # own process group: a timeout kills the test and anything it started
         os.close(proto_in)
@@ -209,13 +232,13 @@ def _become_child(request: ChildRequest, proto_in: int, proto_out: int) -> None:
     except BaseException:
         traceback.print_exc()
         os._exit(70)
-    run_and_exit(request)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m buildtool.isolation.forkserver")
     parser.add_argument("--project-root", required=True, type=Path)
     parser.add_argument("--preload", action="append", default=[])
+    parser.add_argument("--no-snapshot", action="store_true", help="never fork from a snapshot")
     args = parser.parse_args(argv)
     # The protocol gets private descriptors; fd 0/1 become /dev/null and the log (stderr), so
     # nothing printed by pytest or a plugin can corrupt it.
@@ -248,7 +271,8 @@ def main(argv: list[str] | None = None) -> None:
     gc.collect()
     gc.freeze()  # children then neither scan nor copy the server's objects on collection
     _send(proto_out, ready=True, pid=os.getpid(), modules=len(sys.modules))
-    serve(proto_in, proto_out)
+    # PYTEST_DEBUG traces to the process that parses: the snapshot would trace to this log.
+    serve(proto_in, proto_out, not args.no_snapshot and not os.environ.get("PYTEST_DEBUG"))
 
 
 if __name__ == "__main__":

@@ -161,6 +161,7 @@ class ForkServer:
         project_root: Path,
         preload: list[str],
         flags: list[str],
+        snapshot: bool = True,
     ) -> None:
         self.env = env
         self._log_path = log_path
@@ -168,6 +169,8 @@ class ForkServer:
         argv += ["--project-root", str(project_root)]
         for name in preload:
             argv += ["--preload", name]
+        if not snapshot:
+            argv.append("--no-snapshot")
         started = time.monotonic()
         with open(log_path, "ab") as log:
             self._proc = subprocess.Popen(
@@ -260,8 +263,10 @@ class Launchers:
         project_root: Path,
         preload: list[str],
         max_servers: int,
+        snapshot: bool = True,
     ) -> None:
         self.kind = kind
+        self._snapshot = snapshot
         self._workdir = workdir
         self._root = project_root
         self._preload = preload
@@ -288,7 +293,7 @@ class Launchers:
             _, oldest = self._servers.popitem(last=False)
             oldest.close()
         log = self._workdir / f"forkserver-{len(self.started) + 1}.log"
-        server = ForkServer(env, cwd, log, self._root, self._preload, self._flags)
+        server = ForkServer(env, cwd, log, self._root, self._preload, self._flags, self._snapshot)
         self.started.append(server.info)
         self._servers[key] = server
         return server

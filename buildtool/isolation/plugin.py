@@ -39,6 +39,7 @@ class Settings:
     timeout: float
     preload: tuple[str, ...]
     max_servers: int
+    snapshot: bool
     parent_environ: dict[str, str]
     mode_only: bool
     passthrough: tuple[str, ...]  # parent command-line options the child needs too
@@ -90,6 +91,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=[],
     )
     parser.addini("isolated_max_servers", "fork servers kept alive per process", default="6")
+    parser.addini(
+        "isolated_snapshot",
+        "fork children from a process that has parsed pytest's configuration up to the "
+        "conftests (see docs/testing.md); false: each child parses it itself",
+        type="bool",
+        default=True,
+    )
 
 
 def _passthrough(args: Sequence[str]) -> tuple[str, ...]:
@@ -153,6 +161,7 @@ def pytest_configure(config: pytest.Config) -> None:
         timeout=timeout,
         preload=tuple(cast(list[str], config.getini("isolated_preload"))),
         max_servers=max_servers,
+        snapshot=bool(config.getini("isolated_snapshot")),
         parent_environ=dict(os.environ),
         mode_only=bool(config.getoption("parser_mode_only")),
         passthrough=_passthrough(config.invocation_params.args),
@@ -317,7 +326,7 @@ def _launchers(state: _State, config: pytest.Config) -> Launchers:
     if state.launchers is None:
         s = state.settings
         state.launchers = Launchers(
-            s.launcher, _workdir(state), config.rootpath, list(s.preload), s.max_servers
+            s.launcher, _workdir(state), config.rootpath, list(s.preload), s.max_servers, s.snapshot
         )
     return state.launchers
 

@@ -164,6 +164,7 @@ def test_a_config_that_fails_to_build_is_left_to_the_child(restore_get_config: N
 PROBE = """
 import json, os
 import pytest
+from buildtool.isolation import snapshot
 
 @pytest.mark.isolated(env={"STARTUP_PROBE": "1"})
 def test_probe(request):
@@ -188,6 +189,14 @@ def test_probe(request):
         "args": list(config.invocation_params.args)[1:],
         "cwd": str(config.invocation_params.dir),
         "options": sorted(vars(config.option)),
+        "hook_order": {
+            hook: [
+                "(unnamed)" if impl.plugin_name.isdigit() else impl.plugin_name
+                for impl in getattr(config.hook, hook).get_hookimpls()
+            ]
+            for hook in ("pytest_runtest_logreport", "pytest_collection", "pytest_configure")
+        },
+        "resumed": snapshot.resumed(),
     }
     with open(os.environ["PROBE_OUT"], "w") as fh:
         json.dump(record, fh)
@@ -213,6 +222,9 @@ def test_a_forked_child_starts_pytest_as_a_spawned_one(pytester: pytest.Pytester
     spawned = _probe(pytester, "spawn")
     assert forked["fixtures"]["tmp_path"]  # the probe saw pytest's own fixtures
     assert forked["blocked"] is True  # the parent's -p no:junitxml reached the child
+    assert forked.pop("resumed") is True  # started from the fork server's snapshot
+    assert spawned.pop("resumed") is False
+    assert "(unnamed)" in forked["hook_order"]["pytest_runtest_logreport"]  # the reporter
     assert forked == spawned
 
 
