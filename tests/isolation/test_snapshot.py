@@ -3,6 +3,7 @@ it never imports a plugin (a project module, perhaps) while parsing."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
@@ -101,9 +102,7 @@ def test_a_plugin_to_import_is_left_to_each_child(pytester: pytest.Pytester) -> 
         localplug=f"import os\nwith open({str(pids)!r}, 'a') as fh:\n"
         "    fh.write(f'{os.getpid()}\\n')\n"
     )
-    pytester.makeini(
-        "[pytest]\npythonpath = .\naddopts = -p localplug\nisolated_timeout = 120\n"
-    )
+    pytester.makeini("[pytest]\npythonpath = .\naddopts = -p localplug\nisolated_timeout = 120\n")
     pytester.makepyfile(
         test_many="""
 import os, pytest
@@ -124,7 +123,7 @@ def test_child(n):
         sys.modules.pop("localplug", None)
     rec.assertoutcome(passed=3)
     lines = pids.read_text().split()
-    children = {int(pid) for word, pid in zip(lines, lines[1:], strict=False) if word == "child"}
+    children = {int(pid) for word, pid in itertools.pairwise(lines) if word == "child"}
     imported = {int(word) for word in lines if word.isdigit()} - children
     # Imported by this (the parent) process and by each child, never by a server process.
     assert imported == {os.getpid()}
