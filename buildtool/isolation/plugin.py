@@ -20,6 +20,7 @@ from typing import Any, cast
 import pytest
 from _pytest.runner import CallInfo
 
+from buildtool.isolation import rewrite_scope
 from buildtool.isolation.child import ChildRequest
 from buildtool.isolation.environ import MODE_VARIABLES, child_environ, describe
 from buildtool.isolation.events import ChildReporter, read_events
@@ -98,6 +99,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="bool",
         default=True,
     )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    # Before any conftest or test module can import the project (see rewrite_scope).
+    rewrite_scope.limit(early_config.pluginmanager.rewrite_hook)
 
 
 def _passthrough(args: Sequence[str]) -> tuple[str, ...]:

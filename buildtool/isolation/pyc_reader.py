@@ -3,9 +3,7 @@
 pytest loads the bytecode it cached for an assertion-rewritten module with `marshal.load(file)`,
 which pulls the file through one `readinto` call per marshalled object: about 6x slower than
 `marshal.loads` of the file's bytes (0.3-0.6 ms per module here). An isolated child imports every
-rewritten module afresh: its test module and conftests and, because this project ships a
-`pytest11` plugin, every top-level package of its distribution (pytest marks those for rewriting),
-so `parsers` alone is 22 modules, 10+ ms per child.
+rewritten module afresh: its test module, its conftests and any helper modules pytest rewrites.
 
 `install` gives pytest's rewrite module a `marshal` whose `load` reads the rest of the file and
 unmarshals the bytes. pytest only calls it on a file it closes right after, so consuming the rest of
