@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from steal import Steal
+
 TEST_FILES = {
     # The isolation machinery alone: the test module reads a setting at import, nothing else.
     "trivial": """
@@ -151,6 +153,7 @@ def main() -> None:
     env.pop("DYN_PARSER_VERSION", None)
     root = Path(__file__).resolve().parent.parent
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(root), env.get("PYTHONPATH")]))
+    steal = Steal()
     results: dict[str, dict[str, tuple[float, float]]] = {}
     for title, source in TEST_FILES.items():
         _say(f"{title}: warming caches, then {args.repeat} runs per launcher ...")
@@ -163,6 +166,7 @@ def main() -> None:
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg()) if hasattr(os, "getloadavg") else "?"
     print(f"isolation overhead per test, best of {args.repeat}, same tests for every launcher")
     print(f"machine: {os.cpu_count()} CPUs, load average {load} (figures scale with load)")
+    print(steal.describe())
     for title, best in results.items():
         _report(title, args.tests, best)
 

@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
+from steal import Steal
 
 OUTPUT = (
     "<think>The user wants the weather, so I will call the tool.</think>Let me check that "
@@ -281,6 +282,7 @@ def main() -> int:
             f"\n1. sequential non-streamed latency, {args.requests} requests each, "
             "direct and sidecar interleaved (ms)"
         )
+        steal = Steal()
         cpu_before = cpu_ms(sidecar.pid), cpu_ms(engine.pid)
         split_before = cpu_split_ms(sidecar.pid)
         floor_before = cpu_ms(floor.pid)
@@ -331,6 +333,7 @@ def main() -> int:
         own = in_process_cost(chat_body(False), args.requests)
         print(f"   of which the sidecar's own work (validate, render, plan, parse): {own:.3f} ms")
 
+        print(f"   {steal.describe()}")
         print(f"\n2. throughput, 64 concurrent streams, {args.stream_requests} requests")
         rates = {}
         for target in (direct, via):
