@@ -52,31 +52,36 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_live(url: str, proc: subprocess.Popen[bytes]) -> None:
+def _wait(ready: Callable[[], bool], proc: subprocess.Popen[bytes], what: str) -> None:
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise SystemExit(f"process exited early: {proc.args!r}")
-        try:
-            if httpx.get(url, timeout=1).status_code < 500:
-                return
-        except httpx.TransportError:
-            pass
+        if ready():
+            return
         time.sleep(0.1)
-    raise SystemExit(f"{url} did not come up")
+    raise SystemExit(f"{what} did not come up")
+
+
+def wait_live(url: str, proc: subprocess.Popen[bytes]) -> None:
+    def ready() -> bool:
+        try:
+            return httpx.get(url, timeout=1).status_code < 500
+        except httpx.TransportError:
+            return False
+
+    _wait(ready, proc, url)
 
 
 def wait_port(port: int, proc: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"process exited early: {proc.args!r}")
+    def ready() -> bool:
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
         except OSError:
-            time.sleep(0.1)
-    raise SystemExit(f"port {port} did not open")
+            return False
+        return True
+
+    _wait(ready, proc, f"port {port}")
 
 
 def rss_kib(pid: int) -> int:

@@ -30,15 +30,22 @@ def _framed(buffer: bytes) -> tuple[bytes, bytes] | None:
     return buffer[end + 4 : end + 4 + size], buffer[end + 4 + size :]
 
 
-class _Engine(asyncio.Protocol):
+class _Framed(asyncio.Protocol):
+    """A connection that collects what it receives."""
+
     def __init__(self) -> None:
         self.buffer = b""
         self.transport: asyncio.Transport | None = None
-        self.waiter: asyncio.Future[bytes] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
         self.transport = transport
+
+
+class _Engine(_Framed):
+    def __init__(self) -> None:
+        super().__init__()
+        self.waiter: asyncio.Future[bytes] | None = None
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
@@ -48,15 +55,10 @@ class _Engine(asyncio.Protocol):
             self.waiter.set_result(body)
 
 
-class _Client(asyncio.Protocol):
+class _Client(_Framed):
     def __init__(self, engine: _Engine, request: bytes) -> None:
+        super().__init__()
         self.engine, self.request = engine, request
-        self.buffer = b""
-        self.transport: asyncio.Transport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
 
     def data_received(self, data: bytes) -> None:
         self.buffer += data
