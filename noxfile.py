@@ -91,6 +91,7 @@ def lint(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Every benchmark script in benchmarks/, each printing side-by-side ratios."""
     _install(session, "test")
+    session.install(*CONSTRAINTS, "pip")  # bench_images prepares the wheelhouse with pip
     # The image bench first: its one-file rebuild read 0.32-0.33x cold right after the cache
     # bench's ~600 MB of writes and 0.22-0.25x on its own (syncing before each build did not
     # close the gap); the others are CPU-bound.
