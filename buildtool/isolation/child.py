@@ -60,7 +60,7 @@ def run(request: ChildRequest) -> int:
 
     import pytest  # already imported in a fork-server child; cheap then
 
-    from buildtool.isolation import prebuilt, pyc_reader
+    from buildtool.isolation import prebuilt
     from buildtool.isolation.events import ChildReporter
     from buildtool.isolation.metadata_cache import EndOfStartup
 
@@ -68,7 +68,6 @@ def run(request: ChildRequest) -> int:
     # Before pytest (and any conftest) can touch the environment: what the child started with.
     reporter.emit("hello", pid=os.getpid(), environ_names=sorted(os.environ))
     prebuilt.use(request.argv)  # a fork-server child: pytest's initial config is ready
-    pyc_reader.install()  # every assertion-rewritten module is imported afresh here
     return int(pytest.main(list(request.argv), plugins=[reporter, EndOfStartup()]))
 
 
@@ -103,6 +102,9 @@ def run_and_exit(request: ChildRequest) -> NoReturn:
 def main(argv: list[str]) -> None:
     if len(argv) != 1:
         sys.exit("usage: python -m buildtool.isolation.child REQUEST.json")
+    from buildtool.isolation import pyc_reader
+
+    pyc_reader.install()  # a forked child has it from its server
     with open(argv[0], encoding="utf-8") as fh:
         request = ChildRequest.from_json(fh.read())
     run_and_exit(request)

@@ -31,7 +31,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from buildtool.isolation import fixture_scan, metadata_cache, prebuilt, snapshot
+from buildtool.isolation import fixture_scan, metadata_cache, prebuilt, pyc_reader, snapshot
 from buildtool.isolation.child import ChildRequest, run_and_exit
 
 _WARMUP_TEST = """
@@ -250,6 +250,7 @@ def main(argv: list[str] | None = None) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's business
     root = args.project_root.resolve()
     try:
+        pyc_reader.install()  # every child imports its rewritten modules afresh
         metadata_cache.install()  # the warm-up session fills it; children start from it
         fixture_scan.learn()  # so is this one
         warm_up()

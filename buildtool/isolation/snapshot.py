@@ -30,13 +30,14 @@ import copy
 import gc
 import os
 import pathlib
+import traceback
 from collections.abc import Callable
 from typing import Any, NoReturn, Protocol
 
 import pytest
 from _pytest.config import Config, PytestPluginManager
 
-from buildtool.isolation import prebuilt, pyc_reader
+from buildtool.isolation import prebuilt
 from buildtool.isolation.child import (
     INTERNAL_ERROR,
     ChildRequest,
@@ -115,7 +116,6 @@ class _Snapshot:
             self.first.report_path, self.first.nodeid, self.first.requested_env
         )
         self.end_of_startup = EndOfStartup()
-        self.in_child = False
         self.import_plugin = PytestPluginManager.import_plugin
 
     def hand_back(self, line: bytes | None = None) -> NoReturn:
@@ -135,10 +135,9 @@ class _Snapshot:
 
         PytestPluginManager.import_plugin = import_plugin  # type: ignore[method-assign,assignment]
         prebuilt.use(self.first.argv)
-        pyc_reader.install()
         plugins = [self.reporter, self.end_of_startup, self]
         code = exit_code_of(lambda: int(pytest.main(list(self.first.argv), plugins=plugins)))
-        if self.in_child:
+        if _resumed:
             exit_now(code)
         self.hand_back()  # pytest stopped before the conftests: a child started afresh says why
 
@@ -177,7 +176,7 @@ class _Snapshot:
     ) -> None:
         """This process is now the test's child: its environment, output and arguments."""
         global _resumed
-        _resumed = self.in_child = True
+        _resumed = True
         try:
             os.close(self.handback_fd)
             self.enter_child(request)
@@ -198,7 +197,5 @@ class _Snapshot:
                 namespace.confcutdir = str(parent)
             config.known_args_namespace = namespace
         except BaseException:
-            import traceback
-
             traceback.print_exc()
             exit_now(INTERNAL_ERROR)
