@@ -27,6 +27,19 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 # What the encoder escapes (it keeps lone surrogates as they are with ensure_ascii=False, so
 # they need no check: a class holding the surrogate range took ~0.6 ms to compile, per process).
 _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f]')
+# A whole value read at once is written as it stands unless it has an escape (re-escaped
+# canonically) or blanks between a key and its colon (the char loop moves them after it).
+_NOT_AS_WRITTEN = re.compile(r'\\|"[ \t\r\n]+:')
+_OUTSIDE_BLANKS = re.compile(r'"[^"]*"|[^ \t\r\n"]+')  # an escape-free value without its blanks
+_LEAD_BLANKS = re.compile(r"[ \t\r\n]*")
+
+
+def _not_json(name: str) -> object:
+    raise ValueError(f"{name} is not JSON")
+
+
+# NaN/Infinity are Python's extension, not JSON: rejected, so the char loop reports them.
+_DECODER = json.JSONDecoder(parse_constant=_not_json)
 
 
 def dumps(value: object) -> str:
@@ -170,11 +183,43 @@ class JsonValueReader:
         return None
 
     def feed(self, text: str, pos: int = 0) -> tuple[str, int]:
-        n = len(text)
         if self._in_string:  # (checked here: most calls start outside a string)
             run = self.string_run(text, pos)
             if run is not None:
-                return run, n
+                return run, len(text)
+        elif not self.first:
+            whole = self._whole(text, pos)
+            if whole is not None:
+                return whole
+        return self._chars(text, pos)
+
+    def _whole(self, text: str, pos: int) -> tuple[str, int] | None:
+        """Batch fast path, before anything of the value was read: when `text[pos:]` holds
+        the whole object, array or string, decode it with the C scanner and write it as it
+        stands (what the char loop writes for it, see `_NOT_AS_WRITTEN`); else None, having
+        changed nothing. A number or literal could still grow in the next chunk: not here."""
+        start = _LEAD_BLANKS.match(text, pos).end()  # type: ignore[union-attr]
+        if start == len(text) or text[start] not in '{["':
+            return None
+        try:
+            value, end = _DECODER.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            return None  # unfinished or malformed: the char loop reads (and reports) it
+        raw = text[start:end]
+        if _NOT_AS_WRITTEN.search(raw) is not None:
+            return None
+        self.first = raw[0]
+        self.done = True
+        if raw[0] == '"':
+            if self.keep_strings:
+                self.string_value = value
+        elif not self.keep_space:
+            raw = "".join(_OUTSIDE_BLANKS.findall(raw))
+        return raw, end
+
+    def _chars(self, text: str, pos: int) -> tuple[str, int]:
+        """The general reader, a character (or string run) at a time."""
+        n = len(text)
         out: list[str] = []
         i = pos
         while i < n and not self.done and self.error is None:
