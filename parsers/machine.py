@@ -16,10 +16,11 @@ Both hold back only a possible marker prefix at a chunk edge and never re-scan t
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from parsers.families.base import (
     PIECE,
@@ -47,6 +48,70 @@ Mode = Literal["content", "reasoning", "call", "jail"]
 _WS = " \t\r\n"
 _BLANKS = " \t\r"  # blanks that do not change quote state (a newline does)
 _new = object.__new__
+_NO_MARKERS = MarkerSet(())
+
+
+class _Tables(NamedTuple):
+    """What a machine's marker scanning needs, the same for every machine of one grammar
+    configuration (shared and never changed, built once: ~15 us per request otherwise)."""
+
+    starts: frozenset[str]
+    opens: frozenset[str]
+    closes: frozenset[str]
+    reasoning_ends: frozenset[str]
+    markers: dict[str, MarkerSet]
+    fast_re: dict[str, re.Pattern[str]]
+    marker_re: dict[str, re.Pattern[str]]
+    lead_opens: MarkerSet  # the openers as a leading-markup set
+
+
+@functools.lru_cache(maxsize=256)
+def _marker_tables(
+    starts: tuple[str, ...],
+    opens: tuple[str, ...],
+    closes: tuple[str, ...],
+    end_markers: tuple[str, ...],
+    reasoning_on: bool,
+    strip_reasoning_markup: bool,
+) -> _Tables:
+    if reasoning_on:
+        content_markers = (*starts, *opens)
+    elif strip_reasoning_markup:
+        content_markers = (*starts, *opens, *closes)  # V2: stripped from the answer
+    else:
+        content_markers = starts
+    # reasoning ends (not consumed) at these when they are not call starts already
+    ends = tuple(m for m in end_markers if m not in starts)
+    markers = {
+        "content": MarkerSet(content_markers),
+        "reasoning": MarkerSet((*closes, *starts, *ends)),
+    }
+    # Characters that may matter to the prose scan: marker starts, quote/code characters
+    # and newlines; a chunk without any of them is emitted as it is (fast path). None when
+    # a marker can start with a blank: the fast path joins held-back blanks to the next
+    # chunk. (The machine keeps to at most 30 attributes: beyond that CPython stores them
+    # in a plain dict and every attribute access gets slower.)
+    blank_markers = any(c in _WS for ms in markers.values() for c in ms.first_chars)
+    fast_re = {
+        mode: re.compile("[" + re.escape(ms.first_chars + "\"'`\n") + "]")
+        for mode, ms in markers.items()
+        if not blank_markers
+    }
+    # only marker starts: a chunk without them changes no more than the quote state
+    marker_re = {
+        mode: re.compile("[" + re.escape(ms.first_chars) + "]" if ms else "(?!)")
+        for mode, ms in markers.items()
+    }
+    return _Tables(
+        frozenset(starts),
+        frozenset(opens),
+        frozenset(closes),
+        frozenset(ends),
+        markers,
+        fast_re,
+        marker_re,
+        MarkerSet(opens),
+    )
 
 
 class MarkerMachine(FamilyMachine):
@@ -66,46 +131,29 @@ class MarkerMachine(FamilyMachine):
         # V1 with tool_choice none: no tool parsing at all
         tools_on = self._tool is not None and (self._v2 or plan.tool_mode != "none")
         starts = self._tool.start_markers if (tools_on and self._tool is not None) else ()
-        self._starts = frozenset(starts)
-        opens = reasoning.open_markers if reasoning else ()
-        closes = reasoning.close_markers if reasoning else ()
-        self._opens = frozenset(opens)
-        self._closes = frozenset(closes)
         reasoning_on = reasoning is not None and plan.reasoning
-        if reasoning_on:
-            content_markers = (*starts, *opens)
-        elif self._v2 and reasoning is not None:
-            content_markers = (*starts, *opens, *closes)  # stripped from the answer
-        else:
-            content_markers = starts
-        # reasoning ends (not consumed) at these when they are not call starts already
-        ends = tuple(m for m in (reasoning.end_markers if reasoning else ()) if m not in starts)
-        self._reasoning_ends = frozenset(ends)
-        self._markers = {
-            "content": MarkerSet(content_markers),
-            "reasoning": MarkerSet((*closes, *starts, *ends)),
-        }
+        (
+            self._starts,
+            self._opens,
+            self._closes,
+            self._reasoning_ends,
+            self._markers,
+            self._fast_re,
+            self._marker_re,
+            lead_opens,
+        ) = _marker_tables(
+            tuple(starts),
+            tuple(reasoning.open_markers) if reasoning else (),
+            tuple(reasoning.close_markers) if reasoning else (),
+            tuple(reasoning.end_markers) if reasoning else (),
+            reasoning_on,
+            self._v2 and reasoning is not None,
+        )
         self._strip_reasoning = not reasoning_on
-        # Characters that may matter to the prose scan: marker starts, quote/code characters
-        # and newlines; a chunk without any of them is emitted as it is (fast path). None when
-        # a marker can start with a blank: the fast path joins held-back blanks to the next
-        # chunk. (The machine keeps to at most 30 attributes: beyond that CPython stores them
-        # in a plain dict and every attribute access gets slower.)
-        blank_markers = any(c in _WS for ms in self._markers.values() for c in ms.first_chars)
-        self._fast_re = {
-            mode: re.compile("[" + re.escape(ms.first_chars + "\"'`\n") + "]")
-            for mode, ms in self._markers.items()
-            if not blank_markers
-        }
-        # only marker starts: a chunk without them changes no more than the quote state
-        self._marker_re = {
-            mode: re.compile("[" + re.escape(ms.first_chars) + "]" if ms else "(?!)")
-            for mode, ms in self._markers.items()
-        }
         self._mode: Mode = "reasoning" if (reasoning_on and plan.start_in_reasoning) else "content"
         # Output that starts inside reasoning (forced or prefilled) may still begin with the
         # opener (Kimi K2.5 writes `<think>`): a leading opener (after blanks) is markup.
-        self._lead_opens = MarkerSet(opens) if self._mode == "reasoning" else MarkerSet(())
+        self._lead_opens = lead_opens if self._mode == "reasoning" else _NO_MARKERS
         self._quotes = QuoteTracker() if self._v2 else None
         self._buf = ""  # held back: a possible marker prefix, or leading whitespace (guided)
         self._answer_started = False
@@ -120,7 +168,7 @@ class MarkerMachine(FamilyMachine):
         self._return: Literal["content", "reasoning"] = "content"
         # V1 jail state
         self._jail: list[str] = []
-        self._jail_end = MarkerSet(())
+        self._jail_end = _NO_MARKERS
         self._jail_tail = ""  # last characters of the jail, to find an end marker across chunks
         self._jail_factory: Callable[[], CallScanner] | None = None
         self._push: Callable[[list[Event]], list[Delta]] = _no_push
@@ -330,7 +378,7 @@ class MarkerMachine(FamilyMachine):
                 self._buf = data  # blanks or a cut opener so far: the next chars decide
                 return ""
             opener = self._lead_opens.match_at(data, j)
-            self._lead_opens = MarkerSet(())
+            self._lead_opens = _NO_MARKERS
             if opener is not None:
                 return data[j + len(opener) :]
         markers = self._markers[mode]
