@@ -6,8 +6,11 @@ Starts a fake engine (`python -m sidecar.fake_engine`) and the real sidecar CLI 
 processes on loopback, then measures from this process:
   1. latency of sequential non-streamed requests: engine direct vs through the sidecar,
      interleaved request by request (p50/p99, and the sidecar's added latency; goal <= 1 ms
-     added at p50), with a third target in the same rounds: `raw_proxy.py`, bare asyncio
-     forwarding the same engine request, the floor any Python proxy pays on this machine;
+     added at p50); then where the added time goes, in rounds of their own with two more
+     targets: `raw_proxy.py`, bare asyncio forwarding the same engine request (the floor any
+     Python proxy pays on this machine), and `raw_proxy.py --work`, the same plus the
+     sidecar's own work done with its own functions (the least a Python sidecar doing this
+     work adds, whatever its HTTP server and plumbing);
   2. throughput with 64 concurrent streams: direct vs sidecar (requests/s, chunks/s);
   3. 200 concurrent streams: errors (goal: none) and the sidecar's RSS before/after.
 """
@@ -227,7 +230,8 @@ def main() -> int:
     args = p.parse_args()
 
     bindir = Path(sys.executable).parent
-    engine_port, sidecar_port, floor_port = free_port(), free_port(), free_port()
+    engine_port, sidecar_port = free_port(), free_port()
+    floor_ports = free_port(), free_port()  # raw proxy, raw proxy --work
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
         json.dump({"bench": {"text": OUTPUT, "seed": 1}}, f)
     engine = subprocess.Popen(
@@ -251,16 +255,18 @@ def main() -> int:
             return {"text": prompt, "sampling_params": {}, "stream": stream}
         return {"model": "bench", "prompt": prompt, "stream": stream}
 
-    floor = None
+    floors: list[subprocess.Popen[bytes]] = []
     try:
         wait_live(f"http://127.0.0.1:{engine_port}/health", engine)
-        floor = subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("raw_proxy.py")), str(engine_port),
-             str(floor_port), path, json.dumps(engine_body(False))],
-            stdout=subprocess.DEVNULL,
-        )  # fmt: skip
+        for port, extra in zip(floor_ports, ([], ["--work"]), strict=True):
+            floors.append(subprocess.Popen(
+                [sys.executable, str(Path(__file__).with_name("raw_proxy.py")), str(engine_port),
+                 str(port), path, json.dumps(engine_body(False)), *extra],
+                stdout=subprocess.DEVNULL,
+            ))  # fmt: skip
         wait_live(f"http://127.0.0.1:{sidecar_port}/live", sidecar)
-        wait_port(floor_port, floor)
+        for port, proc in zip(floor_ports, floors, strict=True):
+            wait_port(port, proc)
 
         def chat_body(stream: bool) -> dict[str, object]:
             return {
@@ -274,8 +280,9 @@ def main() -> int:
         via = Target(
             "via sidecar", f"http://127.0.0.1:{sidecar_port}/v1/chat/completions", chat_body
         )
-        bare = Target(
-            "via raw proxy", f"http://127.0.0.1:{floor_port}/v1/chat/completions", chat_body
+        bare, worked = (
+            Target(name, f"http://127.0.0.1:{port}/v1/chat/completions", chat_body)
+            for name, port in zip(("raw proxy", "raw + work"), floor_ports, strict=True)
         )
         print(f"engine: fake {args.engine}; parser route: legacy_jail (hermes + qwen3)")
         print(
@@ -290,19 +297,17 @@ def main() -> int:
         steal = Steal()
         cpu_before = cpu_ms(sidecar.pid), cpu_ms(engine.pid)
         split_before = cpu_split_ms(sidecar.pid)
-        floor_before = cpu_ms(floor.pid)
-        lat = run(latency([direct, via, bare], args.requests))
+        lat = run(latency([direct, via], args.requests))
         sidecar_cpu = (cpu_ms(sidecar.pid) - cpu_before[0]) / (args.requests + 20)
-        engine_cpu = (cpu_ms(engine.pid) - cpu_before[1]) / (3 * (args.requests + 20))
-        floor_cpu = (cpu_ms(floor.pid) - floor_before) / (args.requests + 20)
+        engine_cpu = (cpu_ms(engine.pid) - cpu_before[1]) / (2 * (args.requests + 20))
         user, system = (
             (after - before) / (args.requests + 20)
             for after, before in zip(cpu_split_ms(sidecar.pid), split_before, strict=True)
         )
         assert isinstance(lat, list)
-        d, s, r = lat
+        d, s = lat
         print(f"   {'':16}{'p50':>8}{'p99':>8}{'mean':>8}")
-        for name, values in ((direct.name, d), (via.name, s), (bare.name, r)):
+        for name, values in ((direct.name, d), (via.name, s)):
             print(
                 f"   {name:16}{pct(values, 50):8.2f}{pct(values, 99):8.2f}"
                 f"{statistics.fmean(values):8.2f}"
@@ -312,9 +317,38 @@ def main() -> int:
             f"p99 {pct(s, 99) - pct(d, 99):.2f} ms (goal <= 1 ms at p50)"
         )
         print(
-            f"   added by the raw proxy (bare asyncio, no framework, no work: the floor for a "
-            f"Python proxy here): p50 {pct(r, 50) - pct(d, 50):.2f} ms, "
-            f"CPU {floor_cpu:.2f} ms/request"
+            f"   CPU per request (user + system): sidecar {sidecar_cpu:.2f} ms "
+            f"({user:.2f} + {system:.2f}), fake engine {engine_cpu:.2f} ms"
+        )
+        own = in_process_cost(chat_body(False), args.requests)
+        print(
+            f"   the sidecar's own work (validate, render, plan, parse) in a hot loop: {own:.3f} ms"
+        )
+
+        print(
+            f"\n   where the added time goes: {args.requests} more rounds, direct, the sidecar and "
+            "two floors interleaved"
+        )
+        floor_before = [cpu_ms(proc.pid) for proc in floors]
+        lat = run(latency([direct, via, bare, worked], args.requests))
+        assert isinstance(lat, list)
+        d, s, r, w = lat
+        raw_cpu, work_cpu = (
+            (cpu_ms(proc.pid) - before) / (args.requests + 20)
+            for proc, before in zip(floors, floor_before, strict=True)
+        )
+        added = [pct(values, 50) - pct(d, 50) for values in (r, w, s)]
+        rows = (
+            ("raw proxy (bare asyncio, no framework, no work)", f", CPU {raw_cpu:.2f} ms"),
+            ("raw proxy + the sidecar's own work (its functions)", f", CPU {work_cpu:.2f} ms"),
+            ("sidecar", ""),
+        )
+        for (name, cpu), value in zip(rows, added, strict=True):
+            print(f"   {name:52} added p50 {value:5.2f} ms{cpu}")
+        print(
+            f"   so: the floor of any Python proxy {added[0]:.2f} ms, the sidecar's own work "
+            f"{added[1] - added[0]:.2f} ms,\n"
+            f"   its HTTP server, engine client and plumbing {added[2] - added[1]:.2f} ms"
         )
 
         health = [
@@ -331,12 +365,6 @@ def main() -> int:
             f"   of which one proxied HTTP hop (sidecar /health -> engine /health): "
             f"p50 {pct(h, 50) - pct(e, 50):.2f} ms"
         )
-        print(
-            f"   CPU per request (user + system): sidecar {sidecar_cpu:.2f} ms "
-            f"({user:.2f} + {system:.2f}), fake engine {engine_cpu:.2f} ms"
-        )
-        own = in_process_cost(chat_body(False), args.requests)
-        print(f"   of which the sidecar's own work (validate, render, plan, parse): {own:.3f} ms")
 
         print(f"   {steal.describe()}")
         print(f"\n2. throughput, 64 concurrent streams, {args.stream_requests} requests")
@@ -378,9 +406,7 @@ def main() -> int:
         )
         return 1 if errors else 0
     finally:
-        for proc in (sidecar, engine, floor):
-            if proc is None:
-                continue
+        for proc in (sidecar, engine, *floors):
             proc.terminate()
             proc.wait(10)
         os.unlink(f.name)

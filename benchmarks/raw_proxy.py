@@ -1,6 +1,6 @@
 """The floor for one proxied HTTP hop in Python: the least a proxy on asyncio can do.
 
-    python benchmarks/raw_proxy.py ENGINE_PORT PORT ENGINE_PATH ENGINE_BODY_JSON
+    python benchmarks/raw_proxy.py ENGINE_PORT PORT ENGINE_PATH ENGINE_BODY_JSON [--work]
 
 Bare asyncio protocols on one kept-alive engine connection: for each request it reads the head
 and a Content-Length body, decodes the JSON (a proxy has to read the request), sends the engine
@@ -8,6 +8,12 @@ the fixed ENGINE_BODY_JSON on ENGINE_PATH, and returns the engine's body as it c
 framework, no validation, no prompt, no parsing, no error handling, non-streamed Content-Length
 responses only. `bench_sidecar.py` times it beside the engine and the sidecar, so "added by the
 sidecar" can be read against what any Python proxy adds on the same machine in the same run.
+
+With `--work` it also does the sidecar's own work for each request, with the sidecar's own
+functions (hermes + qwen3, V1): validate the chat request, render the prompt, decide the
+plan, send the engine the body built from it, parse the engine's output and send back the
+OpenAI JSON. That is the least a Python sidecar doing this work adds here, whatever its
+HTTP server, client and plumbing.
 """
 
 from __future__ import annotations
@@ -81,17 +87,68 @@ class _Client(_Framed):
         )
 
 
-async def serve(engine_port: int, port: int, path: str, body: bytes) -> None:
-    request = (
+def _post(path: str, body: bytes) -> bytes:
+    return (
         f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
         f"content-length: {len(body)}\r\n\r\n"
     ).encode() + body
+
+
+class _Working(_Client):
+    """`--work`: the sidecar's own work around the same hop (see the module docstring)."""
+
+    def __init__(self, engine: _Engine, path: str) -> None:
+        super().__init__(engine, b"")
+        self.path = path
+
+    async def answer(self, body: bytes) -> None:
+        assert self.engine.transport is not None and self.transport is not None
+        chat, plan, engine_request = _SIDECAR.prepare(body)
+        adapter = _SIDECAR.engine.adapter
+        payload = dumps(adapter.build_body(engine_request))
+        self.engine.waiter = asyncio.get_running_loop().create_future()
+        self.engine.transport.write(_post(self.path, payload))
+        parser = parser_for(plan)  # while the engine works, as the sidecar does
+        event = adapter.decode_response(json.loads(await self.engine.waiter))
+        message = parse_whole(plan, event.text, event.finish_reason or "stop", parser)
+        reply = dumps(completion("chatcmpl-0", 0, chat.model or "bench", message, event.usage))
+        self.transport.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-parser-route: "
+            + plan.route.encode()
+            + b"\r\ncontent-length: "
+            + str(len(reply)).encode()
+            + b"\r\n\r\n"
+            + reply
+        )
+
+
+async def serve(engine_port: int, port: int, path: str, body: bytes, work: bool) -> None:
     loop = asyncio.get_running_loop()
     _, engine = await loop.create_connection(_Engine, "127.0.0.1", engine_port)
-    server = await loop.create_server(lambda: _Client(engine, request), "127.0.0.1", port)
+    request = _post(path, body)
+    server = await loop.create_server(
+        (lambda: _Working(engine, path)) if work else (lambda: _Client(engine, request)),
+        "127.0.0.1",
+        port,
+    )
     await server.serve_forever()
 
 
 if __name__ == "__main__":
     engine_port, port, path, body = sys.argv[1:5]
-    asyncio.run(serve(int(engine_port), int(port), path, body.encode()))
+    work = sys.argv[5:] == ["--work"]
+    if work:
+        from parsers.settings import load_settings
+        from sidecar.app import Sidecar
+        from sidecar.asgi import dumps
+        from sidecar.chat import completion
+        from sidecar.config import SidecarConfig
+        from sidecar.engines import VLLMAdapter
+        from sidecar.parsing import parse_whole, parser_for
+        from sidecar.prompt import ChatTemplate
+
+        settings = load_settings({}, tool_parser="hermes", reasoning_parser="qwen3")
+        config = SidecarConfig("vllm", f"http://127.0.0.1:{engine_port}", "bench", settings)
+        template = ChatTemplate.builtin(settings.family, settings.tool_parser)
+        _SIDECAR = Sidecar(config, VLLMAdapter(), template)
+    asyncio.run(serve(int(engine_port), int(port), path, body.encode(), work))
