@@ -32,6 +32,7 @@ _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f]')
 _NOT_AS_WRITTEN = re.compile(r'\\|"[ \t\r\n]+:')
 _OUTSIDE_BLANKS = re.compile(r'"[^"]*"|[^ \t\r\n"]+')  # an escape-free value without its blanks
 _LEAD_BLANKS = re.compile(r"[ \t\r\n]*")
+_CLOSERS = {"{": "}", "[": "]", '"': '"'}
 
 
 def _not_json(name: str) -> object:
@@ -199,8 +200,11 @@ class JsonValueReader:
         stands (what the char loop writes for it, see `_NOT_AS_WRITTEN`); else None, having
         changed nothing. A number or literal could still grow in the next chunk: not here."""
         start = _LEAD_BLANKS.match(text, pos).end()  # type: ignore[union-attr]
-        if start == len(text) or text[start] not in '{["':
+        if start == len(text):
             return None
+        closer = _CLOSERS.get(text[start])
+        if closer is None or text.find(closer, start + 1) < 0:
+            return None  # not a container or string, or its end is not here (streaming)
         try:
             value, end = _DECODER.raw_decode(text, start)
         except (ValueError, RecursionError):
