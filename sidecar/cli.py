@@ -26,6 +26,17 @@ from sidecar.prompt import ChatTemplate, TemplateError
 EXIT_CONFIG = 2
 
 
+# uvicorn's level names (its `trace` is below DEBUG)
+LOG_LEVELS = {
+    "critical": logging.CRITICAL,
+    "error": logging.ERROR,
+    "warning": logging.WARNING,
+    "info": logging.INFO,
+    "debug": logging.DEBUG,
+    "trace": 5,
+}
+
+
 def _parser(engine: str | None) -> argparse.ArgumentParser:
     prog = f"sidecar-{engine}" if engine else "sidecar"
     p = argparse.ArgumentParser(
@@ -74,7 +85,13 @@ def _parser(engine: str | None) -> argparse.ArgumentParser:
         default="auto",
         help="SGLang only: how the engine streams `text` (default: detect)",
     )
-    p.add_argument("--log-level", default="info", help="log level (default info)")
+    p.add_argument(
+        "--log-level",
+        default="info",
+        type=str.lower,
+        choices=LOG_LEVELS,
+        help="log level (default info; info and below include uvicorn's access log)",
+    )
     p.add_argument(
         "--check-config", action="store_true", help="validate the configuration and exit"
     )
@@ -130,7 +147,7 @@ def main(
     args = _parser(engine).parse_args(argv)
     engine = engine or args.engine
     logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        level=LOG_LEVELS[args.log_level], format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     try:
         config, adapter, template = configure(
@@ -156,7 +173,11 @@ def main(
     logging.getLogger("sidecar").info("starting: %s", summary)
     app = build_app(config, adapter, template)
     uvicorn.run(
-        app, host=args.host, port=args.port, log_level=args.log_level.lower(), **server_options()
+        app,
+        host=args.host,
+        port=args.port,
+        log_level=LOG_LEVELS[args.log_level],
+        **server_options(LOG_LEVELS[args.log_level]),
     )
     return 0
 

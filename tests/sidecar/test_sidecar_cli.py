@@ -265,3 +265,40 @@ def test_default_thinking_flag_reaches_the_settings(
         argv += ["--default-thinking", flag]
     config, _, _ = configure("vllm", _parser("vllm").parse_args(argv), {})
     assert config.settings.thinking_default is expected
+
+
+@INDEPENDENT
+@pytest.mark.parametrize(("level", "logged"), [("info", True), ("WARNING", False), ("trace", True)])
+def test_access_log_follows_the_log_level(level: str, logged: bool) -> None:
+    """uvicorn's access lines (on stdout) are INFO records: written at info and below (trace
+    included), not built at all above. The client address is the direct peer: X-Forwarded-For
+    is not applied (docs/sidecar.md)."""
+    port = _free_port()
+    proc = subprocess.Popen(
+        [_script("sidecar-sglang"), "--engine-url", "http://127.0.0.1:9", "--model", "m",
+         "--host", "127.0.0.1", "--port", str(port), "--log-level", level],
+        env=_env({}), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                response = httpx.get(
+                    f"http://127.0.0.1:{port}/v1/models",
+                    headers={"x-forwarded-for": "203.0.113.9"},
+                    timeout=1,
+                )
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None and time.monotonic() < deadline, "did not start"
+                time.sleep(0.1)
+        assert response.status_code == 200
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=10)
+    output = out.decode("utf-8", "replace")
+    assert "Uvicorn running" in output or level == "WARNING", output
+    lines = [line for line in output.splitlines() if '"GET /v1/models HTTP/1.1" 200' in line]
+    assert bool(lines) == logged, output
+    assert "203.0.113.9" not in output
+    assert all("127.0.0.1:" in line for line in lines)
