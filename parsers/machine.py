@@ -16,10 +16,9 @@ Both hold back only a possible marker prefix at a chunk edge and never re-scan t
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Callable
-from functools import partial
+from functools import lru_cache, partial
 from typing import TYPE_CHECKING, Literal, NamedTuple
 
 from parsers.families.base import (
@@ -65,7 +64,7 @@ class _Tables(NamedTuple):
     lead_opens: MarkerSet  # the openers as a leading-markup set
 
 
-@functools.lru_cache(maxsize=256)
+@lru_cache(maxsize=256)
 def _marker_tables(
     starts: tuple[str, ...],
     opens: tuple[str, ...],
@@ -89,8 +88,7 @@ def _marker_tables(
     # Characters that may matter to the prose scan: marker starts, quote/code characters
     # and newlines; a chunk without any of them is emitted as it is (fast path). None when
     # a marker can start with a blank: the fast path joins held-back blanks to the next
-    # chunk. (The machine keeps to at most 30 attributes: beyond that CPython stores them
-    # in a plain dict and every attribute access gets slower.)
+    # chunk.
     blank_markers = any(c in _WS for ms in markers.values() for c in ms.first_chars)
     fast_re = {
         mode: re.compile("[" + re.escape(ms.first_chars + "\"'`\n") + "]")
@@ -132,6 +130,9 @@ class MarkerMachine(FamilyMachine):
         tools_on = self._tool is not None and (self._v2 or plan.tool_mode != "none")
         starts = self._tool.start_markers if (tools_on and self._tool is not None) else ()
         reasoning_on = reasoning is not None and plan.reasoning
+        # (Tables per mode are dicts, not attributes: the machine keeps to at most 30
+        # attributes, beyond that CPython stores them in a plain dict and every attribute
+        # access gets slower.)
         (
             self._starts,
             self._opens,
@@ -142,10 +143,10 @@ class MarkerMachine(FamilyMachine):
             self._marker_re,
             lead_opens,
         ) = _marker_tables(
-            tuple(starts),
-            tuple(reasoning.open_markers) if reasoning else (),
-            tuple(reasoning.close_markers) if reasoning else (),
-            tuple(reasoning.end_markers) if reasoning else (),
+            starts,
+            reasoning.open_markers if reasoning else (),
+            reasoning.close_markers if reasoning else (),
+            reasoning.end_markers if reasoning else (),
             reasoning_on,
             self._v2 and reasoning is not None,
         )
