@@ -100,18 +100,33 @@ class _Working(_Client):
     def __init__(self, engine: _Engine, path: str) -> None:
         super().__init__(engine, b"")
         self.path = path
+        # Imported here: the bare proxy (the floor) loads none of the project.
+        from parsers.settings import load_settings
+        from sidecar import asgi, chat, parsing
+        from sidecar.app import Sidecar
+        from sidecar.config import SidecarConfig
+        from sidecar.engines import VLLMAdapter
+        from sidecar.prompt import ChatTemplate
+
+        settings = load_settings({}, tool_parser="hermes", reasoning_parser="qwen3")
+        config = SidecarConfig("vllm", "http://unused", "bench", settings)
+        template = ChatTemplate.builtin(settings.family, settings.tool_parser)
+        self.sidecar = Sidecar(config, VLLMAdapter(), template)
+        self.asgi, self.chat, self.parsing = asgi, chat, parsing
 
     async def answer(self, body: bytes) -> None:
+        dumps, parsing = self.asgi.dumps, self.parsing
         assert self.engine.transport is not None and self.transport is not None
-        chat, plan, engine_request = _SIDECAR.prepare(body)
-        adapter = _SIDECAR.engine.adapter
+        request, plan, engine_request = self.sidecar.prepare(body)
+        adapter = self.sidecar.engine.adapter
         payload = dumps(adapter.build_body(engine_request))
         self.engine.waiter = asyncio.get_running_loop().create_future()
         self.engine.transport.write(_post(self.path, payload))
-        parser = parser_for(plan)  # while the engine works, as the sidecar does
+        parser = parsing.parser_for(plan)  # while the engine works, as the sidecar does
         event = adapter.decode_response(json.loads(await self.engine.waiter))
-        message = parse_whole(plan, event.text, event.finish_reason or "stop", parser)
-        reply = dumps(completion("chatcmpl-0", 0, chat.model or "bench", message, event.usage))
+        message = parsing.parse_whole(plan, event.text, event.finish_reason or "stop", parser)
+        model = request.model or "bench"
+        reply = dumps(self.chat.completion("chatcmpl-0", 0, model, message, event.usage))
         self.transport.write(
             b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-parser-route: "
             + plan.route.encode()
@@ -137,18 +152,4 @@ async def serve(engine_port: int, port: int, path: str, body: bytes, work: bool)
 if __name__ == "__main__":
     engine_port, port, path, body = sys.argv[1:5]
     work = sys.argv[5:] == ["--work"]
-    if work:
-        from parsers.settings import load_settings
-        from sidecar.app import Sidecar
-        from sidecar.asgi import dumps
-        from sidecar.chat import completion
-        from sidecar.config import SidecarConfig
-        from sidecar.engines import VLLMAdapter
-        from sidecar.parsing import parse_whole, parser_for
-        from sidecar.prompt import ChatTemplate
-
-        settings = load_settings({}, tool_parser="hermes", reasoning_parser="qwen3")
-        config = SidecarConfig("vllm", f"http://127.0.0.1:{engine_port}", "bench", settings)
-        template = ChatTemplate.builtin(settings.family, settings.tool_parser)
-        _SIDECAR = Sidecar(config, VLLMAdapter(), template)
     asyncio.run(serve(int(engine_port), int(port), path, body.encode(), work))
