@@ -29,9 +29,9 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f]')
 # A whole value read at once is written as it stands unless it has an escape (re-escaped
 # canonically) or blanks between a key and its colon (the char loop moves them after it).
-_NOT_AS_WRITTEN = re.compile(r'\\|"[ \t\r\n]+:')
-_OUTSIDE_BLANKS = re.compile(r'"[^"]*"|[^ \t\r\n"]+')  # an escape-free value without its blanks
-_LEAD_BLANKS = re.compile(r"[ \t\r\n]*")
+# Sources compiled on first use (`re` caches them): every isolated test's child imports this.
+_NOT_AS_WRITTEN = r'\\|"[ \t\r\n]+:'
+_OUTSIDE_BLANKS = r'"[^"]*"|[^ \t\r\n"]+'  # an escape-free value without its blanks
 _CLOSERS = {"{": "}", "[": "]", '"': '"'}
 
 
@@ -199,8 +199,10 @@ class JsonValueReader:
         the whole object, array or string, decode it with the C scanner and write it as it
         stands (what the char loop writes for it, see `_NOT_AS_WRITTEN`); else None, having
         changed nothing. A number or literal could still grow in the next chunk: not here."""
-        start = _LEAD_BLANKS.match(text, pos).end()  # type: ignore[union-attr]
-        if start == len(text):
+        start, n = pos, len(text)
+        while start < n and text[start] in _WS:
+            start += 1
+        if start == n:
             return None
         closer = _CLOSERS.get(text[start])
         if closer is None or text.find(closer, start + 1) < 0:
@@ -210,7 +212,7 @@ class JsonValueReader:
         except (ValueError, RecursionError):
             return None  # unfinished or malformed: the char loop reads (and reports) it
         raw = text[start:end]
-        if _NOT_AS_WRITTEN.search(raw) is not None:
+        if re.search(_NOT_AS_WRITTEN, raw) is not None:
             return None
         self.first = raw[0]
         self.done = True
@@ -218,7 +220,7 @@ class JsonValueReader:
             if self.keep_strings:
                 self.string_value = value
         elif not self.keep_space:
-            raw = "".join(_OUTSIDE_BLANKS.findall(raw))
+            raw = "".join(re.findall(_OUTSIDE_BLANKS, raw))
         return raw, end
 
     def _chars(self, text: str, pos: int) -> tuple[str, int]:

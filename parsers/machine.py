@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from functools import lru_cache, partial
-from typing import TYPE_CHECKING, Literal, NamedTuple
+from typing import TYPE_CHECKING, Literal
 
 from parsers.families.base import (
     PIECE,
@@ -50,18 +50,22 @@ _new = object.__new__
 _NO_MARKERS = MarkerSet(())
 
 
-class _Tables(NamedTuple):
-    """What a machine's marker scanning needs, the same for every machine of one grammar
-    configuration (shared and never changed, built once: ~15 us per request otherwise)."""
-
-    starts: frozenset[str]
-    opens: frozenset[str]
-    closes: frozenset[str]
-    reasoning_ends: frozenset[str]
-    markers: dict[str, MarkerSet]
-    fast_re: dict[str, re.Pattern[str]]
-    marker_re: dict[str, re.Pattern[str]]
-    lead_opens: MarkerSet  # the openers as a leading-markup set
+# What a machine's marker scanning needs, the same for every machine of one grammar
+# configuration (shared, never changed, built once: ~15 us per parser otherwise): call starts,
+# reasoning openers, closers and ends as sets; marker sets, prose fast-path and marker-start
+# regexes by mode; the openers as a leading-markup set. (A plain tuple: a NamedTuple class
+# costs ~1 ms at import, in every isolated test's child.)
+if TYPE_CHECKING:
+    _Tables = tuple[
+        frozenset[str],
+        frozenset[str],
+        frozenset[str],
+        frozenset[str],
+        dict[str, MarkerSet],
+        dict[str, re.Pattern[str]],
+        dict[str, re.Pattern[str]],
+        MarkerSet,
+    ]
 
 
 @lru_cache(maxsize=256)
@@ -100,7 +104,7 @@ def _marker_tables(
         mode: re.compile("[" + re.escape(ms.first_chars) + "]" if ms else "(?!)")
         for mode, ms in markers.items()
     }
-    return _Tables(
+    return (
         frozenset(starts),
         frozenset(opens),
         frozenset(closes),
