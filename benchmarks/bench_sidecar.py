@@ -32,6 +32,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import httpx
+from raw_proxy import bench_sidecar
 from steal import Steal
 
 OUTPUT = (
@@ -166,17 +167,9 @@ async def latency(targets: list[Target], n: int, get: bool = False) -> list[list
 
 def in_process_cost(body: dict[str, object], n: int) -> float:
     """Milliseconds of sidecar CPU per request without any I/O: prepare + parse the output."""
-    from parsers.settings import load_settings
-    from sidecar.app import Sidecar
-    from sidecar.config import SidecarConfig
-    from sidecar.engines import VLLMAdapter
     from sidecar.parsing import parse_whole
-    from sidecar.prompt import ChatTemplate
 
-    settings = load_settings({}, tool_parser="hermes", reasoning_parser="qwen3")
-    template = ChatTemplate.builtin(settings.family, settings.tool_parser)
-    config = SidecarConfig("vllm", "http://unused", "m", settings)
-    sidecar = Sidecar(config, VLLMAdapter(), template)
+    sidecar = bench_sidecar()
     raw = json.dumps(body).encode()
     t0 = time.perf_counter()
     for _ in range(n):

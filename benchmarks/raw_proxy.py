@@ -21,6 +21,10 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sidecar.app import Sidecar
 
 
 def _framed(buffer: bytes) -> tuple[bytes, bytes] | None:
@@ -94,39 +98,48 @@ def _post(path: str, body: bytes) -> bytes:
     ).encode() + body
 
 
+def bench_sidecar() -> Sidecar:
+    """The sidecar the benchmarks time, without its server: vLLM, hermes + qwen3, V1 (the
+    environment is not read). Imported when called: the bare proxy loads none of the project."""
+    from parsers.settings import load_settings
+    from sidecar.app import Sidecar
+    from sidecar.config import SidecarConfig
+    from sidecar.engines import VLLMAdapter
+    from sidecar.prompt import ChatTemplate
+
+    settings = load_settings({}, tool_parser="hermes", reasoning_parser="qwen3")
+    config = SidecarConfig("vllm", "http://unused", "bench", settings)
+    template = ChatTemplate.builtin(settings.family, settings.tool_parser)
+    return Sidecar(config, VLLMAdapter(), template)
+
+
 class _Working(_Client):
     """`--work`: the sidecar's own work around the same hop (see the module docstring)."""
 
     def __init__(self, engine: _Engine, path: str) -> None:
         super().__init__(engine, b"")
         self.path = path
-        # Imported here: the bare proxy (the floor) loads none of the project.
-        from parsers.settings import load_settings
-        from sidecar import asgi, chat, parsing
-        from sidecar.app import Sidecar
-        from sidecar.config import SidecarConfig
-        from sidecar.engines import VLLMAdapter
-        from sidecar.prompt import ChatTemplate
+        self.sidecar = bench_sidecar()
+        from sidecar.asgi import dumps
+        from sidecar.chat import completion
+        from sidecar.parsing import parse_whole, parser_for
 
-        settings = load_settings({}, tool_parser="hermes", reasoning_parser="qwen3")
-        config = SidecarConfig("vllm", "http://unused", "bench", settings)
-        template = ChatTemplate.builtin(settings.family, settings.tool_parser)
-        self.sidecar = Sidecar(config, VLLMAdapter(), template)
-        self.asgi, self.chat, self.parsing = asgi, chat, parsing
+        self.dumps, self.completion = dumps, completion
+        self.parser_for, self.parse_whole = parser_for, parse_whole
 
     async def answer(self, body: bytes) -> None:
-        dumps, parsing = self.asgi.dumps, self.parsing
+        dumps = self.dumps
         assert self.engine.transport is not None and self.transport is not None
         request, plan, engine_request = self.sidecar.prepare(body)
         adapter = self.sidecar.engine.adapter
         payload = dumps(adapter.build_body(engine_request))
         self.engine.waiter = asyncio.get_running_loop().create_future()
         self.engine.transport.write(_post(self.path, payload))
-        parser = parsing.parser_for(plan)  # while the engine works, as the sidecar does
+        parser = self.parser_for(plan)  # while the engine works, as the sidecar does
         event = adapter.decode_response(json.loads(await self.engine.waiter))
-        message = parsing.parse_whole(plan, event.text, event.finish_reason or "stop", parser)
+        message = self.parse_whole(plan, event.text, event.finish_reason or "stop", parser)
         model = request.model or "bench"
-        reply = dumps(self.chat.completion("chatcmpl-0", 0, model, message, event.usage))
+        reply = dumps(self.completion("chatcmpl-0", 0, model, message, event.usage))
         self.transport.write(
             b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-parser-route: "
             + plan.route.encode()
