@@ -26,7 +26,8 @@ from sidecar.prompt import ChatTemplate, TemplateError
 EXIT_CONFIG = 2
 
 
-# uvicorn's level names (its `trace` is below DEBUG)
+# uvicorn's level names (its `trace` is below DEBUG); uvicorn.config has the same table, but
+# importing uvicorn waits until the configuration is valid (`--check-config` never does).
 LOG_LEVELS = {
     "critical": logging.CRITICAL,
     "error": logging.ERROR,
@@ -146,9 +147,8 @@ def main(
     """Run a sidecar; `environ` (default: the process environment) is read here only."""
     args = _parser(engine).parse_args(argv)
     engine = engine or args.engine
-    logging.basicConfig(
-        level=LOG_LEVELS[args.log_level], format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    level = LOG_LEVELS[args.log_level]
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         config, adapter, template = configure(
             engine, args, os.environ if environ is None else environ
@@ -172,13 +172,7 @@ def main(
 
     logging.getLogger("sidecar").info("starting: %s", summary)
     app = build_app(config, adapter, template)
-    uvicorn.run(
-        app,
-        host=args.host,
-        port=args.port,
-        log_level=LOG_LEVELS[args.log_level],
-        **server_options(LOG_LEVELS[args.log_level]),
-    )
+    uvicorn.run(app, host=args.host, port=args.port, log_level=level, **server_options(level))
     return 0
 
 

@@ -186,13 +186,13 @@ def test_console_script_serves_requests(fake_vllm: tuple[FakeEngine, RunningServ
 
 
 def _start_sidecar(
-    engine_url: str, env: Mapping[str, str], *flags: str
+    engine_url: str, env: Mapping[str, str], *flags: str, stdout: int = subprocess.DEVNULL
 ) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
     proc = subprocess.Popen(
         [_script("sidecar-sglang"), "--engine-url", engine_url, "--model", "m",
          "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning", *flags],
-        env=dict(env), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        env=dict(env), stdout=stdout, stderr=subprocess.PIPE,
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
@@ -273,30 +273,16 @@ def test_access_log_follows_the_log_level(level: str, logged: bool) -> None:
     """uvicorn's access lines (on stdout) are INFO records: written at info and below (trace
     included), not built at all above. The client address is the direct peer: X-Forwarded-For
     is not applied (docs/sidecar.md)."""
-    port = _free_port()
-    proc = subprocess.Popen(
-        [_script("sidecar-sglang"), "--engine-url", "http://127.0.0.1:9", "--model", "m",
-         "--host", "127.0.0.1", "--port", str(port), "--log-level", level],
-        env=_env({}), stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-    )  # fmt: skip
+    proc, base = _start_sidecar(
+        "http://127.0.0.1:9", _env({}), "--log-level", level, stdout=subprocess.PIPE
+    )
     try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                response = httpx.get(
-                    f"http://127.0.0.1:{port}/v1/models",
-                    headers={"x-forwarded-for": "203.0.113.9"},
-                    timeout=1,
-                )
-                break
-            except httpx.TransportError:
-                assert proc.poll() is None and time.monotonic() < deadline, "did not start"
-                time.sleep(0.1)
+        response = httpx.get(f"{base}/v1/models", headers={"x-forwarded-for": "203.0.113.9"})
         assert response.status_code == 200
     finally:
         proc.terminate()
-        out, _ = proc.communicate(timeout=10)
-    output = out.decode("utf-8", "replace")
+        out, err = proc.communicate(timeout=10)
+    output = out.decode("utf-8", "replace") + err.decode("utf-8", "replace")
     assert "Uvicorn running" in output or level == "WARNING", output
     lines = [line for line in output.splitlines() if '"GET /v1/models HTTP/1.1" 200' in line]
     assert bool(lines) == logged, output
