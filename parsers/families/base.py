@@ -127,6 +127,23 @@ class CallContext(Frozen):
         found = props.get(key)
         return found if isinstance(found, Mapping) else None
 
+    def is_string_param(self, tool: str, key: str) -> bool:
+        """Whether `tool` declares `key` a string: its text is then the value as written,
+        never read as JSON or retyped (docs/parsers.md "Arguments")."""
+        from parsers.schema import is_string_type, schema_types
+
+        # only a plain string: a nullable or union type still takes JSON (`null`, numbers)
+        types = schema_types(self.param_schema(tool, key))
+        return len(types) == 1 and is_string_type(types[0])
+
+    def string_params(self, tool: str) -> frozenset[str]:
+        """The keys `tool` declares strings."""
+        params = self.schemas.get(tool)
+        props = params.get("properties") if isinstance(params, Mapping) else None
+        if not isinstance(props, Mapping):
+            return frozenset()
+        return frozenset(k for k in props if self.is_string_param(tool, k))
+
     def has_schema(self, tool: str) -> bool:
         return tool in self.schemas
 

@@ -360,6 +360,8 @@ class DsmlScanner(CallScanner):
         """The sink of a parameter value. `string="true"` is text; `"false"` (or no attribute,
         as vLLM reads it) is JSON, else text."""
         is_string = string_attr is not None and string_attr.lower() != "false"
+        if self._ctx.is_string_param(self._name, key):
+            is_string = True  # the schema is the contract, whatever the attribute says
         if self._args.count == 0 and key in _WRAPPERS:
             params = self._ctx.schemas.get(self._name)
             props = params.get("properties") if isinstance(params, Mapping) else None

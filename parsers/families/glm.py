@@ -3,9 +3,9 @@
 `<tool_call>NAME<arg_key>K</arg_key><arg_value>V</arg_value>…</tool_call>`; GLM-4.5/4.6 put
 newlines and indentation between the tags (any blanks are accepted there); a call without
 arguments is `<tool_call>NAME</tool_call>`; calls are concatenated, no section wrapper.
-Values: newlines next to the tags trimmed, XML entities decoded; text starting with `{`, `[`
-or `"` is JSON (a string when it does not parse); otherwise the schema type decides; else a
-string kept as written.
+Values: newlines next to the tags trimmed, no entity decoding; a declared `string` parameter
+is the text as written; otherwise text starting with `{`, `[` or `"` is JSON (a string when it
+does not parse), then the schema type decides; else a string kept as written.
 """
 
 from __future__ import annotations
@@ -32,7 +32,6 @@ from parsers.families.xmlargs import (
     Trim,
     ValueSink,
     begin_call,
-    decode_entities,
     end_call,
 )
 from parsers.scan import MarkerSet
@@ -70,16 +69,6 @@ def _json_or_text(text: str) -> Any:
         except ValueError:
             pass
     return text
-
-
-def _json_or_unquoted(text: str) -> Any:
-    """A string-typed value written as a JSON string that does not parse (`"\\C|\\."`): the
-    text inside the quotes, backslashes kept (as SGLang does)."""
-    value = _json_or_text(text)
-    core = text.strip()
-    if value is text and len(core) >= 2 and core[0] == core[-1] == '"':
-        return core[1:-1]
-    return value
 
 
 def _typed(text: str, schema: Any) -> Any:
@@ -130,13 +119,15 @@ class _PendingValue:
 
     def choose(self, first: str) -> ValueSink:
         t = primary_type(self.schema)
+        if is_string_type(t):
+            # a declared string is the text as written, even when it looks like JSON
+            return StringValue(self.prefix, trim=_TRIM)
         if first in '{["':
-            conv = _json_or_unquoted if is_string_type(t) else _json_or_text
-            return RawValue(self.prefix, conv, trim=_TRIM, entities=True)
-        if t is None or is_string_type(t):
-            return StringValue(self.prefix, trim=_TRIM, entities=True)
+            return RawValue(self.prefix, _json_or_text, trim=_TRIM)
+        if t is None:
+            return StringValue(self.prefix, trim=_TRIM)
         schema = self.schema
-        return RawValue(self.prefix, lambda s: _typed(s, schema), trim=_TRIM, entities=True)
+        return RawValue(self.prefix, lambda s: _typed(s, schema), trim=_TRIM)
 
 
 class GlmScanner(CallScanner):
@@ -183,7 +174,7 @@ class GlmScanner(CallScanner):
         if self._state in ("value", "pending"):
             sink = self._sink
             if sink is None and self._pending is not None:
-                sink = StringValue(self._pending.prefix, trim=_TRIM, entities=True)
+                sink = StringValue(self._pending.prefix, trim=_TRIM)
             if sink is not None:
                 sink.feed(self._buf.rest())
         end_call(events, sink, complete=False, raw=self._raw())
@@ -244,7 +235,7 @@ class GlmScanner(CallScanner):
                 if tag is False:
                     return self._abort(events)
                 buf.take(blanks + len(tag))
-                key = decode_entities(self._key.strip())
+                key = self._key.strip()
                 self._key = ""
                 prefix = self._args.key(key)
                 self._pending = _PendingValue(prefix, self._ctx.param_schema(self._name, key))
@@ -256,13 +247,13 @@ class GlmScanner(CallScanner):
                 m = _VALUE_END.search(buf.text)
                 if m is not None and len(buf.text) - len(stripped) >= m.start():
                     # empty value
-                    self._sink = StringValue(pend.prefix, trim=_TRIM, entities=True)
+                    self._sink = StringValue(pend.prefix, trim=_TRIM)
                 elif stripped and not _VALUE_END.is_partial(stripped):
                     self._sink = pend.choose(stripped[0])
                 elif not final:
                     return ScanResult(events)
                 else:
-                    self._sink = StringValue(pend.prefix, trim=_TRIM, entities=True)
+                    self._sink = StringValue(pend.prefix, trim=_TRIM)
                 self._pending = None
                 self._state = "value"
             elif st == "value":

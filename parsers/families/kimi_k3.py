@@ -165,8 +165,9 @@ def _holdback(text: str, start: int) -> int:
 class _Call:
     """Arguments of one call, as events: typed `argument` channels or one `json` channel."""
 
-    def __init__(self, stream: bool) -> None:
-        self.stream = stream  # V2: fragments as they come; V1: the whole JSON at the end
+    def __init__(self, stream: bool, strings: frozenset[str] = frozenset()) -> None:
+        self.stream = stream
+        self.strings = strings  # keys the tool declares `string`: typed string whatever `type`  # V2: fragments as they come; V1: the whole JSON at the end
         self.raw_parts: list[str] = []  # the call's markup (V1 returns it as content if cut off)
         self.style: Literal["typed", "json"] | None = None
         self.pairs: list[tuple[str, str]] = []  # (key, JSON value) of closed typed arguments
@@ -203,6 +204,8 @@ class _Call:
             self.style = "typed"
             self.key = marker.attrs.get("key", "")
             self.type = marker.attrs.get("type", "string").strip().lower() or "string"
+            if self.key in self.strings:
+                self.type = "string"  # the schema is the contract (docs/parsers.md)
         self.value = []
         self.value_open = True
         self.string_open = False
@@ -275,8 +278,11 @@ class _Call:
 
 
 class KimiK3Machine(FamilyMachine):
-    def __init__(self, plan: ParsePlan, generation: Generation) -> None:
+    def __init__(
+        self, plan: ParsePlan, generation: Generation, ctx: CallContext | None = None
+    ) -> None:
         self._v2 = generation == 2
+        self._ctx = ctx if ctx is not None else CallContext()
         tools_on = plan.parse_tools and (self._v2 or plan.tool_mode != "none")
         self._reasoning = plan.reasoning
         names = set(_CHANNELS)
@@ -693,7 +699,7 @@ class KimiK3Machine(FamilyMachine):
         call_id = self._call_id(name, mk.attrs.get("index"))
         self._ncalls += 1
         self._out(out).append(CallBegin(name, call_id))
-        self._call = _Call(stream=self._v2)
+        self._call = _Call(self._v2, self._ctx.string_params(name))
         self._call.raw_parts.append(mk.raw)
 
     def _end_call(self, out: list[Event], *, complete: bool) -> None:
@@ -727,7 +733,7 @@ class KimiK3Grammar(ChannelGrammar):
     quoted_opener = f"{OPEN}tools{SEP}"
 
     def machine(self, plan: ParsePlan, generation: Generation, ctx: CallContext) -> FamilyMachine:
-        return KimiK3Machine(plan, generation)
+        return KimiK3Machine(plan, generation, ctx)
 
 
 GRAMMAR = KimiK3Grammar()

@@ -166,6 +166,7 @@ class MuseMachine(FamilyMachine):
         self._parse_tools = plan.parse_tools
         self._quote_aware = generation == 2
         self._registered = frozenset(ctx.schemas)
+        self._ctx = ctx
         self._guided: GuidedScanner | None = None
         self._guided_pending = plan.parse_tools and plan.tool_mode in ("required", "named")
         self._named = plan.named_tool if plan.tool_mode == "named" else None
@@ -323,7 +324,7 @@ class MuseMachine(FamilyMachine):
             self._kind = "content"
         else:
             self._kind = "tool"
-            self._atem = AtemScanner()
+            self._atem = AtemScanner(self._string_param)
         self._release_ws(out, drop=self._kind == "tool")
         if self._kind != "reasoning":
             self._guided_pending = False  # the answer started: no guided JSON from here on
@@ -419,6 +420,10 @@ class MuseMachine(FamilyMachine):
             elif ev.text:
                 out.append(Text(ev.text, "content"))
         atem.events.clear()
+
+    def _string_param(self, name: str, key: str) -> bool:
+        """Whether the tool declares `key` a string: then its text is never read as JSON."""
+        return self._ctx.is_string_param(self._tool_name(name), key)
 
     def _tool_name(self, name: str) -> str:
         """A doubled namespace `X.X` is the declared tool `X` (the template renders `X.*`)."""

@@ -20,6 +20,7 @@ that is malformed or unterminated is returned as `text` from its `<atem:invoke` 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Literal
 
 from parsers.jsonstream import canonical_json, dumps, escape_text
@@ -96,8 +97,11 @@ class AtemScanner(Record):
     _pending: str  # separator and key, written with the value's first output
     _name: str  # the current invoke's name
     _committed: bool  # the current invoke's call went out
+    _string_param: Callable[[str, str], bool] | None
 
-    def __init__(self) -> None:
+    def __init__(self, string_param: Callable[[str, str], bool] | None = None) -> None:
+        # (tool name, key) -> declared a string: its text is the value as written
+        self._string_param = string_param
         self.events = []
         self.calls = 0
         self._buf = ""
@@ -251,7 +255,11 @@ class AtemScanner(Record):
                 self._pending = f"{sep}{dumps(key)}:"
                 self._mode = "value"
                 self._value = ""
-                self._value_is_string = None
+                declared = self._string_param
+                self._value_is_string = True if declared and declared(self._name, key) else None
+                if self._value_is_string:
+                    self._emit("args", self._pending + '"')
+                    self._pending = ""
                 self._value_sent = 0
                 return True
         # Anything else inside an invoke is malformed: the invoke goes back to content.

@@ -2,7 +2,7 @@
 
 `<tool_call>` `<function=NAME>` (`<parameter=KEY>` VALUE `</parameter>`)* `</function>`
 `</tool_call>`; a bare `<function=NAME>` block is a call too. Values: one surrounding newline
-trimmed, HTML entities decoded, typed by the tool's JSON schema (`parsers.schema`); a value
+trimmed (no entity decoding), typed by the tool's JSON schema (`parsers.schema`); a value
 that is `null` is null whatever the type; undeclared parameters and tools stay strings.
 A missing `</parameter>` ends the value at the next `<parameter=`, `</function>` or
 `</tool_call>`. Several `<function=` blocks may share one `<tool_call>` wrapper. A Hermes-style
@@ -488,12 +488,11 @@ class Qwen3CoderScanner(CallScanner):
                     self._sink = StringValue(
                         prefix,
                         trim="one_newline",
-                        entities=True,
                         null_word=bool(nulls),
                         none_word=nulls == "null_none",
                     )
                 else:
-                    self._sink = RawValue(prefix, conv, trim="one_newline", entities=True)
+                    self._sink = RawValue(prefix, conv, trim="one_newline")
                 self._value = _ValueEnd(key, _param_names(self._ctx, self._name), set(self._seen))
                 self._seen.add(key)
                 self._state = "value"

@@ -279,7 +279,7 @@ def test_vllm_v32_conversion_fallbacks(gen: int) -> None:
             "union_value": "hello",
             "bad_int": "abc",
             "nullable_string": None,
-            "null_string": None,  # RAW: vLLM gives "null" (schema says string)
+            "null_string": "null",  # a declared string is the text as written (as vLLM)
             "whole_number": 3,
         }
     ]
@@ -1044,7 +1044,8 @@ def test_nonfinite_parameters_keep_their_literals(gen: int, attr: str) -> None:
         ("object", '{"label":">","x":NaN}', '{"label":">","x":NaN}', "object"),
         ("finite", "1.5", 1.5, "number"),
         ("large", "123456789012345678901234567890", 123456789012345678901234567890, "integer"),
-        ("quoted", '"Infinity"', "Infinity", "string"),
+        # a declared string is the text as written, quotes included (issue 14)
+        ("quoted", '"Infinity"', '"Infinity"', "string"),
     ]
     body = "".join(f'{PS}{name}"{attr}>{value}{PE}' for name, value, _, _ in cases)
     schema = tool("emit", **{name: kind for name, _, _, kind in cases})

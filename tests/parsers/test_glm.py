@@ -103,9 +103,10 @@ def test_without_schema_non_json_values_are_strings(gen: int) -> None:
 
 
 @GENS
-def test_xml_entities_decoded_in_keys_and_values(gen: int) -> None:
+def test_entities_kept_in_keys_and_values(gen: int) -> None:
+    # the chat template writes values raw: an entity is the model's text (issue 14)
     msg = run(call47("f", **{"a&amp;b": "x &lt; y &amp;&amp; z"}), gen, **G)
-    assert calls(msg) == [("f", {"a&b": "x < y && z"})]
+    assert calls(msg) == [("f", {"a&amp;b": "x &lt; y &amp;&amp; z"})]
 
 
 @GENS

@@ -132,12 +132,12 @@ def test_without_schema_values_stay_strings(gen: int) -> None:
 
 
 @GENS
-def test_one_surrounding_newline_trimmed_entities_decoded(gen: int) -> None:
+def test_one_surrounding_newline_trimmed_entities_kept(gen: int) -> None:
     text = (
         "<tool_call>\n<function=w>\n<parameter=body>\n\n  line 1\nline 2 &amp; &lt;3&gt;\n\n"
         "</parameter>\n</function>\n</tool_call>"
     )
-    assert calls(run(text, gen, **C)) == [("w", {"body": "\n  line 1\nline 2 & <3>\n"})]
+    assert calls(run(text, gen, **C)) == [("w", {"body": "\n  line 1\nline 2 &amp; &lt;3&gt;\n"})]
 
 
 @GENS
