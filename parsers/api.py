@@ -120,7 +120,8 @@ class Aggregate:
 
     def message(self, finish_reason: str | None, route: Any) -> ParsedMessage:
         calls = [
-            ToolCall(self.heads[i][0], self.heads[i][1], "".join(self.calls[i]) or "{}")
+            # a cut-off call's arguments are what was streamed, possibly nothing (never repaired)
+            ToolCall(self.heads[i][0], self.heads[i][1], "".join(self.calls[i]))
             for i in sorted(self.calls)
         ]
         return ParsedMessage(

@@ -93,5 +93,6 @@ class Engine:
         # freed when the response is done.
         self.__dict__.pop("feed", None)
         deltas = self._emitter.push(self._machine.finish(reason))
-        self.finish_reason = "tool_calls" if self._emitter.calls else reason
+        # `length` stays: a call cut off by it is unterminated, as OpenAI reports it
+        self.finish_reason = "tool_calls" if self._emitter.calls and reason != "length" else reason
         return deltas

@@ -121,6 +121,9 @@ class JsonCallObject:
                         self.error = "call name is not a string"
                         break
                     self.name = r.string_value or ""
+                    if not self.name.strip():
+                        self.error = "empty call name"  # not a call (docs/parsers.md)
+                        break
                     self._begin(events)
                 elif self._key in ARG_KEYS and self._args_reader is r:
                     self._args_done = True
@@ -207,17 +210,8 @@ class JsonCallObject:
         """
         if not self.committed:
             return []
-        r = self._args_reader
-        if r is None:
-            closing = "{}"
-        elif self._args_stream:
-            closing = r.closers()
-        elif not self._args_done:
-            closing = "{}"
-        else:
-            closing = ""
-        end = CallEnd(complete=False, raw=raw)
-        return [CallArgs(closing), end] if closing else [end]
+        # never repaired: the arguments stay what was streamed (docs/parsers.md)
+        return [CallEnd(complete=False, raw=raw)]
 
 
 class GuidedScanner(CallScanner):
@@ -244,9 +238,8 @@ class GuidedScanner(CallScanner):
             self._obj = None
             return ev
         if self._args is not None and not self._args.done:
-            closing = self._args.closers()
             self._args = None
-            return [CallArgs(closing), CallEnd(False)] if closing else [CallEnd(False)]
+            return [CallEnd(False)]  # never repaired: the arguments as streamed
         return []
 
     def feed(self, text: str) -> ScanResult:

@@ -78,8 +78,8 @@ class CallArgs(Frozen):
 class CallEnd(Frozen):
     """The current call is over.
 
-    complete=False: the call was force-closed (end of output, or malformed after its name went
-    out). The fragments sent so far plus any closing text sent with it form valid JSON. `raw`
+    complete=False: the call was cut off (end of output, or malformed after its name went
+    out). Its arguments are the fragments sent so far, never repaired (no closing text). `raw`
     is the call's own markup as the model wrote it; V1, which has not sent anything yet,
     returns it as content instead of the call (lossless).
     """
@@ -185,8 +185,9 @@ class CallScanner(ABC):
     * Early delivery (V2): `CallBegin` once the name is complete; string argument text as it
       arrives; a non-string value only once complete. Every concatenation of `CallArgs`
       fragments is a prefix of the final arguments JSON (use `parsers.jsonstream`).
-    * `finish()` is end of output: return "done" (force-closing an open call with
-      `CallEnd(complete=False, raw=...)`, closing its JSON) or "reject" if nothing was emitted.
+    * `finish()` is end of output: return "done" (ending an open call with
+      `CallEnd(complete=False, raw=...)`, nothing added to its JSON) or "reject" if nothing was
+      emitted.
     """
 
     @abstractmethod

@@ -217,8 +217,7 @@ class DsmlScanner(CallScanner):
     def _force_close(self, events: list[Event]) -> None:
         if self._json is not None:
             # The reader wrote the object's `}` when done; else close what it wrote.
-            events.append(CallArgs(self._json.closers()))
-            events.append(CallEnd(False, "".join(self._call_raw)))
+            events.append(CallEnd(False, "".join(self._call_raw)))  # never repaired
             self._json = None
             self._in_call = False
             return

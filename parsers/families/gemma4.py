@@ -90,10 +90,9 @@ class Gemma4Scanner(BaseScanner):
         return events
 
     def _force_close(self) -> list[Event]:
-        closers = self._scan.closers()
+        # never repaired: the arguments stay what was streamed (docs/parsers.md)
         raw = CALL_START + self._scan.raw + self._scan.pending
-        end = CallEnd(complete=False, raw=raw)
-        return [CallArgs(closers), end] if closers else [end]
+        return [CallEnd(complete=False, raw=raw)]
 
 
 class Gemma4Tools(ToolGrammar):

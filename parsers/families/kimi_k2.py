@@ -379,9 +379,8 @@ class _Call(Record):
             self._send(tail)
             self.events.append(CallEnd(True, self.raw))
             return
-        # Cut off with unfinished JSON: close what was sent; the text after a JSON error goes
-        # back as content (V2 already streamed the part before it).
-        self._send(reader.closers())
+        # Cut off with unfinished JSON: never repaired, the arguments stay what was sent; the
+        # text after a JSON error goes back as content (V2 already streamed the part before it).
         written = "".join(self._args)
         if self._bad_at is not None and written[self._bad_at :]:
             rest = written[self._bad_at :]

@@ -166,8 +166,8 @@ class _Call:
     """Arguments of one call, as events: typed `argument` channels or one `json` channel."""
 
     def __init__(self, stream: bool, strings: frozenset[str] = frozenset()) -> None:
-        self.stream = stream
-        self.strings = strings  # keys the tool declares `string`: typed string whatever `type`  # V2: fragments as they come; V1: the whole JSON at the end
+        self.stream = stream  # V2: fragments as they come; V1: the whole JSON at the end
+        self.strings = strings  # keys the tool declares `string`: strings whatever `type` says
         self.raw_parts: list[str] = []  # the call's markup (V1 returns it as content if cut off)
         self.style: Literal["typed", "json"] | None = None
         self.pairs: list[tuple[str, str]] = []  # (key, JSON value) of closed typed arguments
@@ -261,19 +261,18 @@ class _Call:
             text = "".join(self.value)
             if not self.stream:
                 self._send(events, text if text.strip(_WS) else "{}")
-            elif not self.sent:
+            elif not self.sent and complete:
                 self._send(events, "{}")
-            elif not complete:
-                assert self.json_reader is not None
-                self._send(events, self.json_reader.closers())
         elif not self.stream:
             # V1: one JSON object; a repeated key keeps its first place and its last value
             merged = dict(self.pairs)
             self._send(events, "{" + ",".join(f"{dumps(k)}:{v}" for k, v in merged.items()) + "}")
+        elif not complete:
+            pass  # V2, cut off: never repaired, the arguments stay what was streamed
         elif not self.sent:
             self._send(events, "{}")
         else:
-            self._send(events, ('"' if self.value_open and self.string_open else "") + "}")
+            self._send(events, "}")
         events.append(CallEnd(complete, "".join(self.raw_parts)))
 
 

@@ -415,7 +415,6 @@ class MuseMachine(FamilyMachine):
             elif ev.kind == "end":
                 out.append(CallEnd())
             elif ev.kind == "abort":
-                out.append(CallArgs(ev.closers))
                 out.append(CallEnd(complete=False, raw=ev.text))
             elif ev.text:
                 out.append(Text(ev.text, "content"))

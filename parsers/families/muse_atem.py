@@ -123,6 +123,8 @@ class AtemScanner(Record):
         """End of the body: an unterminated invoke (or undecided tail) becomes content."""
         self._scan(final=True)
         if self._mode != "top":
+            if self._mode == "value" and self._committed:
+                self._buf = ""  # a cut `</atem:parameter>`: markup, dropped (never repaired)
             self._fail_invoke()
         if self._buf:
             self._text(self._buf)
@@ -183,7 +185,8 @@ class AtemScanner(Record):
             match = _name_tag_at(buf, _INVOKE_TAG, final)
             if match is False:
                 return False
-            if match is None:
+            if match is None or not _tag_name(match).strip():
+                # not an invoke tag, or one with a blank name: not a call (text)
                 self._text(buf[: len(INVOKE_PREFIX)])
                 self._buf = buf[len(INVOKE_PREFIX) :]
                 return True
@@ -270,10 +273,11 @@ class AtemScanner(Record):
         buf = self._buf
         close = buf.find(PARAM_CLOSE)
         if close == -1:
-            # Keep back a possible cut `</atem:parameter>`; the rest is value text.
+            # Keep back a possible cut `</atem:parameter>`; the rest is value text. At the end
+            # of output it is never released: the cut call keeps what was streamed.
             keep = 0
             lt = buf.rfind("<")
-            if lt != -1 and PARAM_CLOSE.startswith(buf[lt:]) and not final:
+            if lt != -1 and PARAM_CLOSE.startswith(buf[lt:]):
                 keep = len(buf) - lt
             take = buf[: len(buf) - keep]
             self._buf = buf[len(take) :]

@@ -252,7 +252,7 @@ class _ValueEnd:
             m = _VALUE_MARKS.search(t, self.pos)
             if m is None:
                 if final:
-                    return self._fallback(len(t))
+                    return self._fallback(len(t), cut=True)
                 return self._release(_VALUE_MARKS.holdback(t, self.pos)), None, 0
             i, tag = m.start(), m.group()
             after = i + len(tag)
@@ -293,10 +293,11 @@ class _ValueEnd:
                     return self._fallback(i)
                 self.pos = after
 
-    def _fallback(self, bound: int) -> tuple[int, int | None, int]:
+    def _fallback(self, bound: int, cut: bool = False) -> tuple[int, int | None, int]:
         """No `</parameter>` ends the value before `bound`: cut at the first line-start
         `<parameter=NAME>` for a declared, not yet given NAME, else at a `</function>` that
-        closes the call, else at `bound`."""
+        closes the call, else at `bound`; with `cut` (`bound` is the end of output) the value
+        was cut off instead: nothing more is released, the call is never repaired."""
         t = self.text
         i = t.find(PARAMETER)
         while 0 <= i < bound:
@@ -317,6 +318,8 @@ class _ValueEnd:
             if not rest or rest.startswith(TOOL_CALL_END):
                 return self._cut(i)
             i = t.find(FUNCTION_END, i + 1)
+        if cut:
+            return 0, None, 0
         return bound, bound, bound
 
     def _cut(self, at: int) -> tuple[int, int, int]:

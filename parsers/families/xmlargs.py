@@ -246,7 +246,11 @@ def end_call(
     raw: str = "",
 ) -> None:
     """Close a key/value call: the open value `sink` (if any) ends with what it has, then the
-    `}`; `raw` is the call's text for a force-closed (`complete=False`) call."""
+    `}`; `raw` is the call's text for a force-closed (`complete=False`) call, which is never
+    repaired: its arguments stay what was streamed (docs/parsers.md "Cut-off calls")."""
+    if not complete:
+        events.append(CallEnd(False, raw))
+        return
     if sink is not None:
         events.append(CallArgs(sink.force_end()))
     events.append(CallArgs(ArgsJson.close()))

@@ -89,7 +89,10 @@ def test_truncated_invoke_v1_content_v2_closed() -> None:
     v1 = run(head + tail, 1, **V4, finish_reason="length")
     assert (calls(v1), v1.content) == ([("a", {"q": "1"})], tail)
     v2 = run(head + tail, 2, **V4, finish_reason="length")
-    assert calls(v2) == [("a", {"q": "1"}), ("b", {"x": "tru"})]
+    assert [(c.name, c.arguments) for c in v2.tool_calls] == [
+        ("a", '{"q":"1"}'),
+        ("b", '{"x":"tru'),  # never repaired: as streamed
+    ]
 
 
 @GENS

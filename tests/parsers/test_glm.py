@@ -144,8 +144,8 @@ def test_unterminated_v1_content_v2_closed() -> None:
     text = "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Beijing</arg_value>"
     v1 = run(text, 1, **G)
     assert (v1.content, v1.tool_calls) == (text, [])
-    v2 = run(text, 2, **G)
-    assert calls(v2) == [("get_weather", {"city": "Beijing"})]
+    v2 = run(text, 2, **G)  # never repaired: the arguments as streamed
+    assert [(c.name, c.arguments) for c in v2.tool_calls] == [("get_weather", '{"city":"Beijing"')]
 
 
 @GENS

@@ -285,11 +285,9 @@ def test_unterminated_call_at_end_of_output(gen: int) -> None:
     msg = run("Checking." + tail, gen)
     if gen == 1:  # the jail releases an unparsed call as content, verbatim
         assert (msg.content, msg.tool_calls) == ("Checking." + tail, [])
-    else:  # V2 already streamed the call: it is closed, its arguments completed to JSON
+    else:  # V2 already streamed the call: it stays, never repaired (arguments as streamed)
         assert msg.content == "Checking."
-        assert [(c.name, c.arguments) for c in msg.tool_calls] == [
-            ("get_weather", '{"city": "Bei"}')
-        ]
+        assert [(c.name, c.arguments) for c in msg.tool_calls] == [("get_weather", '{"city": "Bei')]
 
 
 @pytest.mark.parametrize("gen", GENS)
@@ -343,7 +341,7 @@ def test_length_finish_keeps_parsed_calls(gen: int) -> None:
     text = SB + call("functions.f:0", '{"a":1}')
     msg = parse(text, tool_parser=T, generation=gen, finish_reason="length")
     assert [c.name for c in msg.tool_calls] == ["f"]
-    assert msg.finish_reason == "tool_calls"
+    assert msg.finish_reason == "length"  # as OpenAI reports a response cut by the limit
 
 
 @pytest.mark.parametrize("gen", GENS)

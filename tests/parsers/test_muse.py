@@ -280,12 +280,13 @@ def test_malformed_invoke_does_not_swallow_the_next() -> None:
 
 
 def test_unterminated_invoke_after_a_parameter_is_closed() -> None:
-    """V2 streamed the call already (early delivery): end of output closes its JSON."""
+    """V2 streamed the call already (early delivery): it stays, never repaired."""
     text = '<|start|>assistant to=f<|message|><atem:invoke name="f"><atem:parameter name="q">ab'
     for reason in ("stop", "length"):
         msg = parse(text, tool_parser=M, finish_reason=reason, id_factory=counter_ids())
-        assert calls(msg) == [("f", {"q": "ab"})]
-        assert (msg.content, msg.finish_reason) == (None, "tool_calls")
+        assert [(c.name, c.arguments) for c in msg.tool_calls] == [("f", '{"q":"ab')]
+        assert msg.content is None
+        assert msg.finish_reason == ("length" if reason == "length" else "tool_calls")
         chars = stream(list(text), tool_parser=M, finish_reason=reason, id_factory=counter_ids())
         assert chars == msg
 
@@ -389,15 +390,15 @@ def test_framing_never_leaks_at_any_split() -> None:
         assert calls(msg) == [("get_weather", {"location": "Paris"})]
 
 
-def test_every_truncation_gives_valid_json_arguments() -> None:
-    """Output cut anywhere (length finish): calls that went out still have valid JSON."""
+def test_every_truncation_gives_a_prefix_of_the_arguments() -> None:
+    """Output cut anywhere (length finish): a call that went out has a prefix of the whole
+    call's arguments (never repaired, never invented)."""
+    whole = parse(SPEC, tool_parser=M, reasoning_parser=M).tool_calls[0].arguments
+    assert json.loads(whole) == {"location": "Paris"}
     for k in range(len(SPEC) + 1):
         msg = parse(SPEC[:k], tool_parser=M, reasoning_parser=M, finish_reason="length")
         for call in msg.tool_calls:
-            args = json.loads(call.arguments)
-            assert set(args) <= {"location"}
-            # the value is the text written so far (a cut closing tag is text at the end)
-            assert "Paris</atem:parameter>".startswith(args.get("location", ""))
+            assert whole.startswith(call.arguments)
 
 
 SOUP = [

@@ -199,7 +199,11 @@ def test_unterminated_call_v1_content_v2_closed() -> None:
     v1 = run(text, 1, **C)
     assert (v1.content, v1.tool_calls) == (text, [])
     v2 = run(text, 2, **C)
-    assert (v2.content, calls(v2)) == (None, [("f", {"a": "abc"})])
+    # never repaired: the arguments as streamed
+    assert (v2.content, [(c.name, c.arguments) for c in v2.tool_calls]) == (
+        None,
+        [("f", '{"a":"abc')],
+    )
 
 
 @GENS

@@ -28,9 +28,13 @@ def test_glm_string_parameter_holding_json_stays_a_string(gen: int) -> None:
         f"<arg_key>content</arg_key><arg_value>{PKG}</arg_value></tool_call>"
     )
     msg = run(text, gen, tool_parser="glm47", tools=WRITE)
-    assert msg.tool_calls[0].arguments == '{"path":"a.json","content":"{\\"version\\":3}"}'
+    expected = '{"path":"a.json","content":"{\\"version\\":3}"}'
+    assert msg.tool_calls[0].arguments == expected
     for value in ('"quoted"', "[1, 2]", '"\\C|\\."'):
-        text = f"<tool_call>write_file<arg_key>content</arg_key><arg_value>{value}</arg_value></tool_call>"
+        text = (
+            "<tool_call>write_file<arg_key>content</arg_key>"
+            f"<arg_value>{value}</arg_value></tool_call>"
+        )
         msg = run(text, gen, tool_parser="glm47", tools=WRITE)
         assert _args(msg) == [("write_file", {"content": value})]
 
@@ -39,7 +43,7 @@ def test_glm_string_parameter_holding_json_stays_a_string(gen: int) -> None:
 def test_glm_json_parsed_for_non_string_and_undeclared(gen: int) -> None:
     tools = [tool("f", cfg="object")]
     text = (
-        "<tool_call>f<arg_key>cfg</arg_key><arg_value>{\"a\": 1}</arg_value>"
+        '<tool_call>f<arg_key>cfg</arg_key><arg_value>{"a": 1}</arg_value>'
         "<arg_key>extra</arg_key><arg_value>[1]</arg_value></tool_call>"
     )
     msg = run(text, gen, tool_parser="glm47", tools=tools)
@@ -49,8 +53,7 @@ def test_glm_json_parsed_for_non_string_and_undeclared(gen: int) -> None:
 @GENS
 def test_glm_no_entity_decoding(gen: int) -> None:
     text = (
-        "<tool_call>write_file<arg_key>content</arg_key>"
-        f"<arg_value>{HTML}</arg_value></tool_call>"
+        f"<tool_call>write_file<arg_key>content</arg_key><arg_value>{HTML}</arg_value></tool_call>"
     )
     msg = run(text, gen, tool_parser="glm47", tools=WRITE)
     assert _args(msg) == [("write_file", {"content": HTML})]
@@ -91,7 +94,10 @@ def test_muse_string_parameter_holding_json_stays_a_string() -> None:
     msg = run(text, 2, tool_parser="muse", tools=WRITE)
     assert _args(msg) == [("write_file", {"content": PKG, "path": '"a.json"'})]
     # undeclared: JSON-looking text is parsed
-    text = ' to=f<|message|><atem:invoke name="f"><atem:parameter name="n">42</atem:parameter></atem:invoke><|eom|>'
+    text = (
+        ' to=f<|message|><atem:invoke name="f"><atem:parameter name="n">42</atem:parameter>'
+        "</atem:invoke><|eom|>"
+    )
     assert _args(run(text, 2, tool_parser="muse")) == [("f", {"n": 42})]
 
 
@@ -110,7 +116,7 @@ def test_kimi_k3_declared_string_wins_over_type_attribute(gen: int) -> None:
 @GENS
 def test_dsml_declared_string_wins_over_string_attribute(gen: int) -> None:
     text = (
-        "<｜DSML｜tool_calls>\n<｜DSML｜invoke name=\"write_file\">\n"
+        '<｜DSML｜tool_calls>\n<｜DSML｜invoke name="write_file">\n'
         f'<｜DSML｜parameter name="content" string="false">{PKG}</｜DSML｜parameter>\n'
         '<｜DSML｜parameter name="n" string="false">42</｜DSML｜parameter>\n'
         "</｜DSML｜invoke>\n</｜DSML｜tool_calls>"
