@@ -133,7 +133,7 @@ class MarkerMachine(FamilyMachine):
         # V1 with tool_choice none: no tool parsing at all
         tools_on = self._tool is not None and (self._v2 or plan.tool_mode != "none")
         starts = self._tool.start_markers if (tools_on and self._tool is not None) else ()
-        reasoning_on = reasoning is not None and plan.reasoning
+        reasoning_on = reasoning is not None and plan.reasoning_channel
         # (Tables per mode are dicts, not attributes: the machine keeps to at most 30
         # attributes, beyond that CPython stores them in a plain dict and every attribute
         # access gets slower.)
@@ -152,7 +152,7 @@ class MarkerMachine(FamilyMachine):
             reasoning.close_markers if reasoning else (),
             reasoning.end_markers if reasoning else (),
             reasoning_on,
-            self._v2 and reasoning is not None,
+            reasoning is not None,
         )
         self._strip_reasoning = not reasoning_on
         self._mode: Mode = "reasoning" if (reasoning_on and plan.start_in_reasoning) else "content"

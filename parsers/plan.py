@@ -28,9 +28,12 @@ class ParsePlan(Frozen):
     tool_mode: ToolMode = "auto"
     named_tool: str | None = None  # the function name under a named tool_choice
     parse_tools: bool = True  # False: answer is content (response_format json, pass_through)
-    reasoning: bool = True  # False: thinking disabled, reasoning markers kept as content (V2)
+    reasoning: bool = True  # thinking on (the request's controls, the prompt's prefill)
     start_in_reasoning: bool = False  # output begins inside reasoning (forced or prefilled)
     tools: tuple[Mapping[str, Any], ...] = ()  # declared OpenAI tool dicts (schemas for typing)
+    # A reasoning parser is configured: reasoning text goes to reasoning_content (whatever
+    # thinking says); False: the family's reasoning markers are markup and their text content
+    reasoning_channel: bool = True
 
     def __init__(
         self,
@@ -44,6 +47,7 @@ class ParsePlan(Frozen):
         reasoning: bool = True,
         start_in_reasoning: bool = False,
         tools: tuple[Mapping[str, Any], ...] = (),
+        reasoning_channel: bool = True,
     ) -> None:
         set_field(self, "route", route)
         set_field(self, "family", family)
@@ -55,3 +59,4 @@ class ParsePlan(Frozen):
         set_field(self, "reasoning", reasoning)
         set_field(self, "start_in_reasoning", start_in_reasoning)
         set_field(self, "tools", tools)
+        set_field(self, "reasoning_channel", reasoning_channel)

@@ -63,14 +63,22 @@ MARKERS: dict[str, _Markers] = {
 }
 # Output starts in reasoning even without prefill evidence in the prompt (or without a prompt).
 _FORCED_START = frozenset({"kimi_k25", "deepseek_v4"})
-# Starts in reasoning when no prompt is given (the template normally prefills the opener).
+# Without a prompt, thinking on: the family's chat template opens reasoning in the prompt
+# (Kimi K3 `<|open|>think<|sep|>`), so the output starts inside it and a bare end marker ends
+# it. (GLM and DeepSeek V4.1: docs/parsers.md "Thinking state" says why not.)
 _PREFILLED_WITHOUT_PROMPT = frozenset({"kimi_k3"})
+# A closed reasoning block at the end of the prompt means thinking is off (DeepSeek V4.1).
+_CLOSER_MEANS_OFF = frozenset({"deepseek_v41"})
+# Without a prompt, thinking turned on by the request itself: Qwen3's thinking checkpoints
+# prefill `<think>` (the hybrid ones write it, a leading opener is then markup), so the output
+# starts in reasoning. Left to the family default, our Qwen3 template opens nothing.
+_PREFILLED_WHEN_ASKED = frozenset({"qwen3"})
 # Channel grammars (Kimi K3, Muse) carry the reasoning channel in the tool grammar itself: a
 # deployment naming only their tool parser still has its reasoning channel parsed (the plan's
 # `reasoning_parser` then names it). Marker families need the reasoning parser named.
-_CHANNEL_REASONING = {"kimi_k3": "kimi_k3", "muse": "muse"}
-# A closed reasoning block at the end of the prompt means thinking is off (spec: DeepSeek V4.1).
-_CLOSER_MEANS_OFF = frozenset({"deepseek_v41"})
+# Gemma 4's thought channel is special tokens of its own grammar too: without a reasoning
+# parser its markers are markup and its text content.
+_CHANNEL_REASONING = {"kimi_k3": "kimi_k3", "muse": "muse", "gemma4": "gemma4"}
 
 
 def prefill_state(reasoning_parser: str, prompt: str) -> Literal["open", "closed"] | None:
@@ -137,6 +145,16 @@ def _template_thinking(kwargs: object) -> bool | None:
     if isinstance(mode, str) and mode in _THINKING_MODES:
         return _THINKING_MODES[mode]
     raise _bad("chat_template_kwargs.thinking_mode", mode, '"thinking" or "chat"')
+
+
+def requested_thinking(settings: ParserSettings, request: Mapping[str, Any]) -> bool | None:
+    """What the request itself says about thinking (None: nothing), validated."""
+    decisions = (
+        _request_thinking(request.get("thinking")),
+        _effort_thinking(request.get("reasoning_effort"), settings.family),
+        _template_thinking(request.get("chat_template_kwargs")),
+    )
+    return next((d for d in decisions if d is not None), None)
 
 
 def resolve_thinking(settings: ParserSettings, request: Mapping[str, Any]) -> bool:
@@ -214,11 +232,18 @@ def plan_request(
     tools, names = _declared_tools(request)
     _check_choice(choice, names)
     thinking = resolve_thinking(settings, request)
+    asked = requested_thinking(settings, request)
     json_answer = _json_answer(request)
     route = select_route(settings, request)
 
     reasoning_parser = settings.reasoning_parser
+    # Output channels follow the configured parsers: reasoning text goes to reasoning_content
+    # only with a reasoning parser; explicit reasoning markers are parsed whatever thinking
+    # says (thinking decides only where the output starts).
+    channel = reasoning_parser is not None
     if reasoning_parser is None and settings.tool_parser is not None:
+        # a channel grammar still reads its reasoning channel (its markers are its grammar),
+        # but without a reasoning parser that text is content
         reasoning_parser = _CHANNEL_REASONING.get(settings.tool_parser)
     reasoning = reasoning_parser is not None and thinking
     start = False
@@ -231,9 +256,15 @@ def plan_request(
         elif state == "closed":
             reasoning = reasoning and reasoning_parser not in _CLOSER_MEANS_OFF
         else:
-            start = reasoning and (
+            start = thinking and (
                 reasoning_parser in _FORCED_START
-                or (prompt is None and reasoning_parser in _PREFILLED_WITHOUT_PROMPT)
+                or (
+                    prompt is None
+                    and (
+                        reasoning_parser in _PREFILLED_WITHOUT_PROMPT
+                        or (asked is True and reasoning_parser in _PREFILLED_WHEN_ASKED)
+                    )
+                )
             )
 
     # Without a tool parser only a forced choice is parsed (its guided JSON, by the jail).
@@ -250,6 +281,7 @@ def plan_request(
         parse_tools=parse_tools,
         reasoning=reasoning,
         start_in_reasoning=start,
+        reasoning_channel=channel,
         tools=tools,
     )
 

@@ -8,9 +8,11 @@ from __future__ import annotations
 from parsers.families.base import AnyReasoningGrammar, AnyToolGrammar, ReasoningGrammar
 from parsers.families.dsml import DsmlGrammar
 
-TOOL_GRAMMARS: dict[str, AnyToolGrammar] = {
-    "deepseek_v41": DsmlGrammar("deepseek_v41", spaced=True, blocks=("calls",)),
-}
+_TOOLS = DsmlGrammar("deepseek_v41", spaced=True, blocks=("calls",))
+TOOL_GRAMMARS: dict[str, AnyToolGrammar] = {"deepseek_v41": _TOOLS}
 REASONING_GRAMMARS: dict[str, AnyReasoningGrammar] = {
-    "deepseek_v41": ReasoningGrammar("deepseek_v41"),
+    # reasoning-only deployments: the block start still ends reasoning (it is answer text)
+    "deepseek_v41": ReasoningGrammar(
+        "deepseek_v41", end_markers=_TOOLS.start_markers[: len(_TOOLS.start_markers) - 1]
+    ),
 }

@@ -113,6 +113,7 @@ REASONING = ReasoningGrammar(
     "gemma4",
     open_markers=(REASONING_OPEN + LABEL, REASONING_OPEN),
     close_markers=(REASONING_CLOSE,),
+    end_markers=(CALL_START,),  # reasoning-only deployments: a call start ends reasoning
 )
 
 
@@ -181,8 +182,9 @@ class Gemma4Grammar(ChannelGrammar):
 
     def machine(self, plan: ParsePlan, generation: Generation, ctx: CallContext) -> FamilyMachine:
         tool = TOOLS if plan.tool_parser is not None else None
-        # Thinking off: no reasoning parser, so the channel markers stay content verbatim.
-        reasoning = REASONING if plan.reasoning_parser is not None and plan.reasoning else None
+        # The thought channel is always read (its markers are special tokens); without a
+        # reasoning parser (`plan.reasoning_channel` False) its text is content.
+        reasoning = REASONING if plan.reasoning_parser is not None else None
         inner = MarkerMachine(plan, generation, tool, reasoning, ctx)
         if reasoning is None or not plan.start_in_reasoning:
             return inner

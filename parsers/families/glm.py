@@ -284,4 +284,7 @@ class GlmGrammar(ToolGrammar):
 
 
 TOOL_GRAMMARS: dict[str, AnyToolGrammar] = {"glm47": GlmGrammar()}
-REASONING_GRAMMARS: dict[str, AnyReasoningGrammar] = {"glm45": ReasoningGrammar("glm45")}
+REASONING_GRAMMARS: dict[str, AnyReasoningGrammar] = {
+    # reasoning-only deployments: a call start still ends reasoning (it is answer text)
+    "glm45": ReasoningGrammar("glm45", end_markers=(TOOL_CALL,))
+}

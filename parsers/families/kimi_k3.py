@@ -283,16 +283,14 @@ class KimiK3Machine(FamilyMachine):
         self._v2 = generation == 2
         self._ctx = ctx if ctx is not None else CallContext()
         tools_on = plan.parse_tools and (self._v2 or plan.tool_mode != "none")
-        self._reasoning = plan.reasoning
+        self._reasoning = plan.reasoning_channel
         names = set(_CHANNELS)
         if not tools_on:
             names -= _TOOL_CHANNELS
-        if not plan.reasoning and not self._v2:
-            names.discard("think")  # V1, thinking off: no reasoning parser, markers are text
         self._names = frozenset(names)
         self._forced = tools_on and plan.tool_mode in ("required", "named")
         self._named = plan.named_tool if plan.tool_mode == "named" else None
-        self._state: State = "think" if (plan.reasoning and plan.start_in_reasoning) else "top"
+        self._state: State = "think" if (self._reasoning and plan.start_in_reasoning) else "top"
         self._quotes = QuoteTracker() if self._v2 else None
         self._buf = ""
         self._blank = ""  # held blank text of the current layout run (top/tools/call)

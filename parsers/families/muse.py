@@ -162,7 +162,7 @@ class MuseMachine(FamilyMachine):
     """One response's Muse parser (see the module docstring)."""
 
     def __init__(self, plan: ParsePlan, generation: Generation, ctx: CallContext) -> None:
-        self._reasoning_on = plan.reasoning
+        self._reasoning_on = plan.reasoning_channel
         self._parse_tools = plan.parse_tools
         self._quote_aware = generation == 2
         self._registered = frozenset(ctx.schemas)
@@ -182,7 +182,7 @@ class MuseMachine(FamilyMachine):
         self._ws_hold = ""
         self._ws_channel: Channel = "content"
         if plan.start_in_reasoning:
-            self._open_body(SELF if plan.reasoning else USER, [])
+            self._open_body(SELF if plan.reasoning_channel else USER, [])
 
     # -- FamilyMachine ---------------------------------------------------------------------
 

@@ -60,7 +60,14 @@ def test_request_fields_reach_the_policy() -> None:
         request={"reasoning_effort": "none"},
     )
     assert (on.reasoning_content, on.content) == ("r", "answer")
-    assert (off.reasoning_content, off.content) == (None, "ranswer")
+    # thinking off changes where the output starts, not how explicit markers are read
+    assert (off.reasoning_content, off.content) == ("r", "answer")
+    assert off.route == "parser_v2"
+    prefilled = parse(
+        "r</think>answer", tool_parser="hermes", reasoning_parser="qwen3", generation=2,
+        request={"chat_template_kwargs": {"enable_thinking": True}},
+    )  # fmt: skip
+    assert (prefilled.reasoning_content, prefilled.content) == ("r", "answer")
 
 
 def test_stream_parser_lifecycle_and_delta_shape() -> None:

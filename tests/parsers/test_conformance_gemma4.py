@@ -467,9 +467,13 @@ def test_vllm_reasoning_only_then_content(gen: int) -> None:
 
 @GENS
 def test_vllm_thinking_off_keeps_channel_text(gen: int) -> None:
+    # Divergence (issue 14): a thought channel is parsed whatever `thinking` says (vLLM keeps
+    # it as text when thinking is off); its markers never reach content
     text = "<|channel>thought\nx<channel|>y"
     msg = run(text, gen, tool_parser="gemma4", reasoning_parser="gemma4")
-    assert (msg.reasoning_content, msg.content) == (None, text)
+    assert (msg.reasoning_content, msg.content) == ("x", "y")
+    msg = run(text, gen, tool_parser="gemma4")  # no reasoning parser: no reasoning_content
+    assert (msg.reasoning_content, msg.content) == (None, "xy")
 
 
 # --- [vllm-engine] ----------------------------------------------------------------------------

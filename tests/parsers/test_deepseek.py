@@ -123,8 +123,8 @@ def test_v41_prefill_open_and_closed() -> None:
     on = run("Reason.</think>Sure." + call, 2, prompt="<｜Assistant｜><think>", **V41)
     assert (on.reasoning_content, on.content, calls(on)) == ("Reason.", "Sure.", [("f", {"n": 7})])
     off = run("<think>literal</think> text", 2, prompt="<｜Assistant｜></think>", **V41)
-    # a prompt ending in </think> means reasoning is off: markers removed, text kept (V2)
-    assert (off.reasoning_content, off.content) == (None, "literal text")
+    # a prompt ending in </think> means thinking is off; explicit markers are still parsed
+    assert (off.reasoning_content, off.content) == ("literal", " text")
 
 
 def test_v41_batch_leading_close_means_reasoning_before() -> None:

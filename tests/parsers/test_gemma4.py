@@ -60,13 +60,14 @@ def test_spec_example(gen: int) -> None:
 
 
 @GENS
-def test_thinking_off_by_default_keeps_channel_markers_in_content(gen: int) -> None:
+def test_thought_channel_parsed_whatever_thinking_says(gen: int) -> None:
     text = f"<|channel>thought\nstep<channel|>Answer.{call_text('a:1')}"
-    for thinking in (None, False):
+    for thinking in (None, False, True):
         msg = run(text, gen, reasoning_parser=G, thinking=thinking)
-        assert msg.reasoning_content is None
-        assert msg.content == "<|channel>thought\nstep<channel|>Answer."
+        assert (msg.reasoning_content, msg.content) == ("step", "Answer.")
         assert calls(msg) == [("f", {"a": 1})]
+    msg = run(text, gen, reasoning_parser=None)  # no reasoning parser: markers are markup
+    assert (msg.reasoning_content, msg.content) == (None, "stepAnswer.")
 
 
 @GENS

@@ -133,10 +133,11 @@ def test_without_prefill_untagged_text_is_content(gen: int) -> None:
     assert (msg.content, msg.reasoning_content) == ("just an answer", None)
 
 
-def test_thinking_off_v1_keeps_markers_v2_removes_them() -> None:
+def test_thinking_off_still_parses_explicit_markers() -> None:
     text = "<think>abc</think>def"
-    assert run(text, 1, thinking=False, **H).content == text
-    assert run(text, 2, thinking=False, **H).content == "abcdef"
+    for gen in (1, 2):
+        msg = run(text, gen, thinking=False, **H)
+        assert (msg.reasoning_content, msg.content) == ("abc", "def")
 
 
 def test_tool_choice_none_v1_keeps_markup_v2_strips_it() -> None:

@@ -50,6 +50,7 @@ def tools(*calls: str) -> str:
 def run(text: str, gen: int, **kw: Any) -> ParsedMessage:
     """Batch parse; also checks the route and that a per-character stream agrees."""
     kw.setdefault("tool_parser", K)
+    kw.setdefault("reasoning_parser", K)  # the think channel is reasoning only with it
     msg = parse(text, generation=gen, id_factory=counter_ids(), **kw)
     assert msg.route == ROUTE[gen]
     assert stream(list(text), generation=gen, id_factory=counter_ids(), **kw) == msg
@@ -304,12 +305,20 @@ def test_cut_off_marker_at_the_end_is_text(gen: int) -> None:
     assert msg.content == "answer <|open|>too"
 
 
-def test_thinking_off() -> None:
+@pytest.mark.parametrize("gen", GENS)
+def test_thinking_off_still_parses_explicit_markers(gen: int) -> None:
     text = op("think") + "hm" + cl("think") + op("response") + "42" + cl("response") + END
-    v2 = run(text, 2, thinking=False)
-    assert (v2.reasoning_content, v2.content) == (None, "hm42")  # markers removed, text kept
-    v1 = run(text, 1, thinking=False)
-    assert (v1.reasoning_content, v1.content) == (None, op("think") + "hm" + cl("think") + "42")
+    msg = run(text, gen, thinking=False)
+    assert (msg.reasoning_content, msg.content) == ("hm", "42")
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_no_reasoning_parser_no_reasoning_content(gen: int) -> None:
+    # the tool parser alone: the think channel's markers are markup, its text content
+    text = op("think") + "hm" + cl("think") + op("response") + "42" + cl("response") + END
+    for prompt in (None, PLAIN):
+        msg = run(text, gen, reasoning_parser=None, prompt=prompt)
+        assert (msg.reasoning_content, msg.content) == (None, "hm42")
 
 
 def test_tool_choice_none() -> None:
@@ -381,7 +390,7 @@ def test_bare_call_without_tools_wrapper_ends_reasoning(gen: int) -> None:
 @pytest.mark.parametrize("gen", GENS)
 def test_prefill_split_think_close_then_call(gen: int) -> None:
     chunks = ["The user wants weather. thought<|clo", "se|>think<|sep|>", tools(call("w", 1)), END]
-    msg = stream(chunks, tool_parser=K, generation=gen, prompt="x<|open|>think<|sep|>")
+    msg = stream(chunks, tool_parser=K, reasoning_parser=K, generation=gen, prompt="x<|open|>think<|sep|>")
     assert msg.reasoning_content == "The user wants weather. thought"
     assert [c.name for c in msg.tool_calls] == ["w"]
 

@@ -299,8 +299,14 @@ def test_complete_invokes_kept_when_block_close_is_missing() -> None:
 # --- request policy -----------------------------------------------------------------------------
 
 
-def test_thinking_off_reasoning_is_content() -> None:
+def test_thinking_off_still_parses_self_messages() -> None:
     msg = run(SPEC, thinking=False)
+    assert (msg.reasoning_content, msg.content) == ("Look it up.", "It's 18C.")
+    assert calls(msg) == [("get_weather", {"location": "Paris"})]
+
+
+def test_no_reasoning_parser_self_messages_are_content() -> None:
+    msg = run(SPEC, reasoning_parser=None)
     assert msg.reasoning_content is None
     assert msg.content == "Look it up.It's 18C."
     assert calls(msg) == [("get_weather", {"location": "Paris"})]
