@@ -21,7 +21,7 @@ from sidecar.engines import ENGINES
 from sidecar.engines.base import EngineAdapter
 from sidecar.engines.sglang import SGLangAdapter
 from sidecar.engines.vllm import VLLMAdapter
-from sidecar.prompt import ChatTemplate, TemplateError
+from sidecar.prompt import ChatTemplate, TemplateError, check_template
 
 EXIT_CONFIG = 2
 
@@ -128,6 +128,7 @@ def configure(
         template = ChatTemplate.from_file(args.chat_template, settings.family)
     else:
         template = ChatTemplate.builtin(settings.family, settings.tool_parser)
+    check_template(template)  # a template failing on a sample conversation stops startup
     config = SidecarConfig(
         engine=engine,
         engine_url=args.engine_url,
