@@ -139,7 +139,8 @@ class Sidecar:
             log.exception("unexpected error serving a chat completion")
             error = INTERNAL_ERROR
         self.metrics.done(error.status, time.perf_counter() - started, stream, error.code)
-        headers = [(ROUTE_HEADER_BYTES, route.encode())] if route else None
+        headers = [(ROUTE_HEADER_BYTES, route.encode())] if route else []
+        headers.extend((k.encode("latin-1"), v.encode("latin-1")) for k, v in error.headers)
         await send_json(send, error.status, error.body(), headers)
 
     async def _stream(
