@@ -13,7 +13,9 @@ processes on loopback, then measures from this process:
      this work adds, whatever its HTTP server and plumbing). Two targets per round, as in
      the headline: each more process in the rounds makes the others' caches colder;
   2. throughput with 64 concurrent streams: direct vs sidecar (requests/s, chunks/s);
-  3. 200 concurrent streams: errors (goal: none) and the sidecar's RSS before/after.
+  3. 200 concurrent streams: errors (goal: none) and the sidecar's RSS before/after;
+  4. reading one long SSE line from the engine at 5 MB and 20 MB (goal: 4x the bytes in at
+     most 5x the time, i.e. linear).
 """
 
 from __future__ import annotations
@@ -210,6 +212,53 @@ async def concurrent(
         return time.perf_counter() - t0, events, errors
 
 
+def json_loads_seconds(size: int) -> float:
+    """CPU seconds of `json.loads` alone on the same event: the peer of the line timing."""
+    event = json.dumps({"choices": [{"index": 0, "text": "x" * size, "finish_reason": "stop"}]})
+    t0 = time.process_time()
+    json.loads(event)
+    return time.process_time() - t0
+
+
+def sse_line_seconds(size: int) -> float:
+    """Seconds `EngineStream` takes to read one SSE event of `size` bytes of text arriving in
+    64 KiB network reads (the sidecar's engine-side reading, without sockets)."""
+    from sidecar.engine_client import EngineStream
+    from sidecar.engines.vllm import VLLMAdapter
+
+    event = json.dumps({"choices": [{"index": 0, "text": "x" * size, "finish_reason": "stop"}]})
+    wire = b"data: " + event.encode() + b"\n\ndata: [DONE]\n\n"
+    pieces = [wire[i : i + 65536] for i in range(0, len(wire), 65536)]
+
+    class Body:
+        async def aiter_bytes(self):  # type: ignore[no-untyped-def]
+            for piece in pieces:
+                yield piece
+
+        async def aclose(self) -> None:
+            pass
+
+    async def read() -> int:
+        stream = EngineStream(Body(), VLLMAdapter(), 10)
+        return sum(len(e.text) for batch in [b async for b in stream.batches()] for e in batch)
+
+    t0 = time.process_time()  # CPU time: other processes taking the core do not count
+    assert run(read()) == size
+    return time.process_time() - t0
+
+
+def sse_line_ratio(
+    small_size: int, measure: Callable[[int], float] = sse_line_seconds
+) -> tuple[float, float]:
+    """(seconds for `small_size` bytes, seconds for 4x that), medians of 7 each, measured
+    alternately (medians: a lucky fastest run of the small size said little)."""
+    small, large = [], []
+    for _ in range(7):
+        small.append(measure(small_size))
+        large.append(measure(4 * small_size))
+    return statistics.median(small), statistics.median(large)
+
+
 def run(coro: Awaitable[object]) -> object:
     return asyncio.run(coro)  # type: ignore[arg-type]
 
@@ -393,7 +442,18 @@ def main() -> int:
             f"   sidecar RSS: before {before / 1024:.1f} MiB, during {max(peak) / 1024:.1f} MiB, "
             f"after {after / 1024:.1f} MiB"
         )
-        return 1 if errors else 0
+
+        print("\n4. one long SSE line from the engine (EngineStream, 64 KiB reads, CPU time)")
+        small, large = sse_line_ratio(5_000_000)
+        ratio = large / small
+        peer_small, peer_large = sse_line_ratio(5_000_000, json_loads_seconds)
+        print(
+            f"   5 MB line {small * 1000:.0f} ms, 20 MB line {large * 1000:.0f} ms: 4x the bytes "
+            f"take {ratio:.2f}x the time (goal <= 5x: linear)\n"
+            f"   peer, json.loads alone of the same events: {peer_small * 1000:.0f} ms, "
+            f"{peer_large * 1000:.0f} ms, {peer_large / peer_small:.2f}x"
+        )
+        return 1 if errors or ratio > 5 else 0
     finally:
         for proc in (sidecar, engine, *floors):
             proc.terminate()

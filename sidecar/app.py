@@ -40,7 +40,7 @@ from sidecar.guided import guided_schema
 from sidecar.metrics import Metrics
 from sidecar.parsing import parse_whole, parser_for
 from sidecar.prompt import ChatTemplate
-from sidecar.request import ChatRequest, decode_body, parse_chat_request
+from sidecar.request import ChatRequest, read_chat_request
 
 log = logging.getLogger("sidecar")
 ROUTE_HEADER = "x-parser-route"
@@ -64,21 +64,24 @@ class Sidecar:
     # -- request preparation (no engine I/O) ---------------------------------------------
 
     def prepare(self, raw: bytes) -> tuple[ChatRequest, ParsePlan, EngineRequest]:
-        body = decode_body(raw)
-        chat = parse_chat_request(body)
+        chat = read_chat_request(raw)  # the one validation: typed values from here on
         settings = self.config.settings
-        thinking = resolve_thinking(settings, body)
-        kwargs = body.get("chat_template_kwargs") or {}
+        view = chat.policy_view()
+        thinking = resolve_thinking(settings, view)
         prompt = self.template.render(
-            chat.messages, chat.tools, thinking=thinking, template_kwargs=kwargs
+            chat.messages,
+            chat.tools,
+            thinking=thinking,
+            template_kwargs=chat.chat_template_kwargs,
+            prepared=True,
         )
-        plan = plan_request(settings, body, prompt)
+        plan = plan_request(settings, view, prompt)
         engine_request = EngineRequest(
             model=self.config.model,
             prompt=prompt,
             sampling=chat.sampling,
             stream=chat.stream,
-            guided_json=guided_schema(plan, body),
+            guided_json=guided_schema(plan, chat.response_format),
         )
         return chat, plan, engine_request
 
@@ -136,7 +139,8 @@ class Sidecar:
             log.exception("unexpected error serving a chat completion")
             error = INTERNAL_ERROR
         self.metrics.done(error.status, time.perf_counter() - started, stream, error.code)
-        headers = [(ROUTE_HEADER_BYTES, route.encode())] if route else None
+        headers = [(ROUTE_HEADER_BYTES, route.encode())] if route else []
+        headers.extend((k.encode("latin-1"), v.encode("latin-1")) for k, v in error.headers)
         await send_json(send, error.status, error.body(), headers)
 
     async def _stream(

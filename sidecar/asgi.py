@@ -64,8 +64,10 @@ def _too_large(limit: int) -> APIError:
 
 
 def dumps(payload: Any) -> bytes:
-    """Compact JSON, non-ASCII kept (Starlette's JSONResponse rendering)."""
-    return json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":")).encode()
+    """Compact JSON, non-ASCII kept (Starlette's JSONResponse rendering). A lone surrogate
+    (never valid UTF-8) is written as its JSON escape instead of failing."""
+    text = json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+    return text.encode("utf-8", "backslashreplace")
 
 
 async def send_json(

@@ -16,12 +16,18 @@ from pathlib import Path
 
 from parsers.errors import ConfigError
 from parsers.settings import load_settings
-from sidecar.config import DEFAULT_MAX_BODY_BYTES, SidecarConfig, Timeouts
+from sidecar.config import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_HEAD_TIMEOUT,
+    DEFAULT_MAX_BODY_BYTES,
+    SidecarConfig,
+    Timeouts,
+)
 from sidecar.engines import ENGINES
 from sidecar.engines.base import EngineAdapter
 from sidecar.engines.sglang import SGLangAdapter
 from sidecar.engines.vllm import VLLMAdapter
-from sidecar.prompt import ChatTemplate, TemplateError
+from sidecar.prompt import ChatTemplate, TemplateError, check_template
 
 EXIT_CONFIG = 2
 
@@ -75,6 +81,20 @@ def _parser(engine: str | None) -> argparse.ArgumentParser:
         help=f"largest accepted request body (default {DEFAULT_MAX_BODY_BYTES})",
     )
     p.add_argument(
+        "--request-head-timeout",
+        type=float,
+        default=DEFAULT_HEAD_TIMEOUT,
+        help="seconds a client has to send a request's head, from its first byte "
+        f"(default {DEFAULT_HEAD_TIMEOUT:g}); then 408 and the connection is closed",
+    )
+    p.add_argument(
+        "--request-body-timeout",
+        type=float,
+        default=DEFAULT_BODY_TIMEOUT,
+        help="seconds a client has to send a request's body, from the head's end "
+        f"(default {DEFAULT_BODY_TIMEOUT:g})",
+    )
+    p.add_argument(
         "--vllm-guided-json",
         action="store_true",
         help="vLLM only: send the legacy `guided_json` field (vLLM < 0.11) "
@@ -117,6 +137,12 @@ def configure(
         raise ConfigError("--engine-timeout must be a positive number of seconds")
     if args.max_body_bytes <= 0:
         raise ConfigError("--max-body-bytes must be positive")
+    for flag, value in (
+        ("--request-head-timeout", args.request_head_timeout),
+        ("--request-body-timeout", args.request_body_timeout),
+    ):
+        if not 0 < value < float("inf"):
+            raise ConfigError(f"{flag} must be a positive number of seconds")
     thinking_default = None if args.default_thinking is None else args.default_thinking == "on"
     settings = load_settings(
         environ,
@@ -128,6 +154,7 @@ def configure(
         template = ChatTemplate.from_file(args.chat_template, settings.family)
     else:
         template = ChatTemplate.builtin(settings.family, settings.tool_parser)
+    check_template(template)  # a template failing on a sample conversation stops startup
     config = SidecarConfig(
         engine=engine,
         engine_url=args.engine_url,
@@ -172,7 +199,8 @@ def main(
 
     logging.getLogger("sidecar").info("starting: %s", summary)
     app = build_app(config, adapter, template)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=level, **server_options(level))
+    options = server_options(level, args.request_head_timeout, args.request_body_timeout)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=level, **options)
     return 0
 
 

@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from parsers.settings import ParserSettings
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+DEFAULT_HEAD_TIMEOUT = 5.0  # seconds for a request's head, from its first byte
+DEFAULT_BODY_TIMEOUT = 30.0  # seconds for a request's body, from the head's end
 
 
 @dataclass(frozen=True)

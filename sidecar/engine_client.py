@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
@@ -28,19 +29,24 @@ class Body(Protocol):
 def _error_message(body: bytes) -> str:
     """The engine's own error message when it sent one, else a short excerpt."""
     try:
-        data = json.loads(body)
-    except ValueError:
+        data = json.loads(body.decode("utf-8", "replace"))
+    except (ValueError, RecursionError):
         return body[:200].decode("utf-8", "replace")
     if isinstance(data, dict):
         err = data.get("error", data)
         if isinstance(err, dict):
             msg = err.get("message") or err.get("detail")
             if isinstance(msg, str):
-                return msg
+                return _printable(msg)
         detail = data.get("detail") or data.get("message")
         if isinstance(detail, str):
-            return detail
-    return json.dumps(data)[:200]
+            return _printable(detail)
+    return body[:200].decode("utf-8", "replace")
+
+
+def _printable(text: str) -> str:
+    """The engine's text as valid Unicode (a lone surrogate written as its escape)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 class EngineStream:
@@ -56,7 +62,9 @@ class EngineStream:
         (one write to the client instead of one per event when the engine runs ahead)."""
         sse = SSEDecoder()
         finished = False
-        pending = b""
+        # The unterminated line so far, in the pieces it arrived in: joined once its newline
+        # arrives (concatenating on every read made one long line quadratic to read).
+        pending: list[bytes] = []
         batch: list[EngineEvent] = []
 
         def take(data: str | None) -> bool:
@@ -73,12 +81,20 @@ class EngineStream:
 
         try:
             async for raw in self._response.aiter_bytes():
+                if b"\n" not in raw:
+                    pending.append(raw)
+                    continue
                 # A newline byte never occurs inside a UTF-8 sequence: split bytes, then decode.
-                lines = (pending + raw).split(b"\n")
-                pending = lines.pop()
+                if pending:  # the long line is joined once, not split again
+                    newline = raw.index(b"\n")
+                    pending.append(raw[:newline])
+                    lines = [b"".join(pending), *raw[newline + 1 :].split(b"\n")]
+                else:
+                    lines = raw.split(b"\n")
+                pending = [lines.pop()]
                 done = False
                 for line in lines:
-                    done = take(sse.line(line.rstrip(b"\r").decode("utf-8", "replace")))
+                    done = take(_sse_line(sse, line))
                     if done:
                         break
                 if batch:
@@ -86,8 +102,9 @@ class EngineStream:
                     batch = []
                 if done:
                     return
-            if pending:
-                take(sse.line(pending.rstrip(b"\r").decode("utf-8", "replace")))
+            last = b"".join(pending)
+            if last:
+                take(_sse_line(sse, last))
             take(sse.flush())
         except EngineError:
             if batch:  # events decoded before the bad one are delivered, then the error
@@ -108,6 +125,17 @@ class EngineStream:
         await self._response.aclose()
 
 
+def _sse_line(sse: SSEDecoder, line: bytes) -> str | None:
+    """Feed one line (bytes, without its newline); a `data:` line's value is decoded straight
+    from the line's buffer (a long event is copied as few times as possible)."""
+    end = len(line) - 1 if line.endswith(b"\r") else len(line)
+    if line.startswith(b"data:"):
+        start = 6 if line[5:6] == b" " else 5
+        sse.data(str(memoryview(line)[start:end], "utf-8", "replace"))
+        return None
+    return sse.line(str(memoryview(line)[:end], "utf-8", "replace"))
+
+
 def _transport_failure(exc: http1.HTTPError, read_timeout: float, what: str) -> EngineError:
     """A timeout is a 504 (the engine went silent); bytes that are not HTTP a malformed
     response (502); any other transport failure a 502 too."""
@@ -118,11 +146,41 @@ def _transport_failure(exc: http1.HTTPError, read_timeout: float, what: str) -> 
     return EngineError(502, f"{what} ({exc!r})", "engine_stream_closed")
 
 
+_RETRY_AFTER = re.compile(r"[0-9A-Za-z ,:]{1,64}")
+_ESCAPED_SURROGATE = re.compile(r"\\u[dD][89abcdefABCDEF]")
+
+
 def _json(data: str) -> Any:
+    """An engine payload; JSON the sidecar could not pass on is a malformed response: not
+    JSON, nested past the decoder's stack, integers over Python's digit limit, or text
+    holding a lone surrogate (`"\\ud800"`: never valid UTF-8)."""
     try:
-        return json.loads(data)
+        value = json.loads(data)
     except ValueError:
         raise malformed(f"event data is not JSON: {data[:80]!r}") from None
+    except RecursionError:
+        raise malformed("event data nests too deeply") from None
+    # A one-character `in` first (memchr): the regex only runs on data with escapes at all.
+    if "\\" in data and _ESCAPED_SURROGATE.search(data) and _has_surrogate(value):
+        raise malformed("event data holds a lone UTF-16 surrogate (not valid Unicode)")
+    return value
+
+
+def _has_surrogate(value: Any) -> bool:
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False
 
 
 class EngineClient:
@@ -179,6 +237,17 @@ class EngineClient:
                 await response.aclose()
             message = _error_message(raw)
             log.warning("engine answered HTTP %s: %s", response.status, message)
+            if response.status == 429:
+                # Overloaded: the client should retry later; the engine's Retry-After is kept.
+                retry_after = response.head.get("retry-after")
+                if retry_after is not None and not _RETRY_AFTER.fullmatch(retry_after):
+                    retry_after = None  # only delta-seconds or an HTTP date is passed on
+                raise EngineError(
+                    429,
+                    f"engine is rate limiting requests: {message}",
+                    "engine_rate_limited",
+                    headers=(("retry-after", retry_after),) if retry_after else (),
+                )
             if 400 <= response.status < 500:
                 raise EngineError(400, f"engine rejected the request: {message}", "engine_rejected")
             raise EngineError(

@@ -16,6 +16,7 @@ class APIError(Exception):
         type: str = "invalid_request_error",
         param: str | None = None,
         code: str | None = None,
+        headers: tuple[tuple[str, str], ...] = (),
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -23,6 +24,7 @@ class APIError(Exception):
         self.type = type
         self.param = param
         self.code = code
+        self.headers = headers  # extra response headers (Retry-After of a 429)
 
     def body(self) -> dict[str, Any]:
         return envelope(self.message, self.type, self.param, self.code)
@@ -42,15 +44,18 @@ class EngineError(Exception):
     `status` is the HTTP status the sidecar answers when nothing was streamed yet.
     """
 
-    def __init__(self, status: int, message: str, code: str) -> None:
+    def __init__(
+        self, status: int, message: str, code: str, headers: tuple[tuple[str, str], ...] = ()
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.code = code
+        self.headers = headers
 
     def to_api_error(self) -> APIError:
         kind = "invalid_request_error" if self.status == 400 else "engine_error"
-        return APIError(self.status, self.message, type=kind, code=self.code)
+        return APIError(self.status, self.message, type=kind, code=self.code, headers=self.headers)
 
 
 INTERNAL_ERROR = APIError(

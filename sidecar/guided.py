@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from parsers.plan import ParsePlan
+from sidecar.request import ResponseFormat
 
 _ANY_OBJECT: dict[str, Any] = {"type": "object"}
 
@@ -46,23 +47,13 @@ def named_schema(tools: tuple[Mapping[str, Any], ...], name: str) -> dict[str, A
     return dict(_ANY_OBJECT)  # unreachable: the policy rejected undeclared names
 
 
-def response_format_schema(body: Mapping[str, Any]) -> dict[str, Any] | None:
-    fmt = body.get("response_format")
-    if not isinstance(fmt, Mapping):
-        return None
-    if fmt.get("type") == "json_object":
-        return dict(_ANY_OBJECT)
-    if fmt.get("type") == "json_schema":
-        spec = fmt.get("json_schema")
-        schema = spec.get("schema") if isinstance(spec, Mapping) else None
-        return dict(schema) if isinstance(schema, Mapping) else dict(_ANY_OBJECT)
-    return None
-
-
-def guided_schema(plan: ParsePlan, body: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The JSON schema the engine must follow for this request, or None."""
+def guided_schema(plan: ParsePlan, fmt: ResponseFormat | None) -> dict[str, Any] | None:
+    """The JSON schema the engine must follow for this request, or None; `fmt` is the
+    request's validated `response_format`."""
     if plan.tool_mode == "required":
         return required_schema(plan.tools)
     if plan.tool_mode == "named" and plan.named_tool is not None:
         return named_schema(plan.tools, plan.named_tool)
-    return response_format_schema(body)
+    if fmt is not None and fmt.schema is not None:
+        return dict(fmt.schema)
+    return None

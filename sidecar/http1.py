@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 _HIGH_WATER = 131072  # bytes received but unread before reading pauses (as StreamReader)
 _MAX_LINE = 65536  # longest status, header or chunk-size line accepted
 _MAX_HEADERS = 100
+# Largest response head accepted (status line and headers together): past it, the response
+# is refused at once as a protocol error, never waited on until the read timeout.
+MAX_HEAD = 65536
 # Idle connections older than this are closed, not reused: below uvicorn's default 5 s
 # keep-alive (vLLM, SGLang and trtllm-serve serve with uvicorn), so a connection the engine
 # is about to close is rarely picked.
@@ -589,16 +592,12 @@ async def _head_lines(conn: Connection, timeout: float) -> list[bytes]:
     while True:
         end = _HEAD_END.search(conn.buffer, start)
         if end is not None:
+            if end.end() > MAX_HEAD:
+                raise ProtocolError(f"response head larger than {MAX_HEAD} bytes")
             head = conn.take(end.end())
-            lines = head.split(b"\n")[:-2]  # without the blank line
-            if len(head) > _MAX_LINE and max(map(len, lines)) > _MAX_LINE:
-                raise ProtocolError(f"response head line longer than {_MAX_LINE} bytes")
-            return lines
-        last_line = len(conn.buffer) - (conn.buffer.rfind(b"\n") + 1)
-        if last_line > _MAX_LINE:
-            raise ProtocolError(f"response head line longer than {_MAX_LINE} bytes")
-        if len(conn.buffer) > _MAX_LINE * (_MAX_HEADERS + 2):
-            raise ProtocolError(f"more than {_MAX_HEADERS} header lines")
+            return head.split(b"\n")[:-2]  # without the blank line
+        if len(conn.buffer) > MAX_HEAD:
+            raise ProtocolError(f"response head larger than {MAX_HEAD} bytes")
         if conn.eof:
             why = f"connection broke: {conn.error!r}" if conn.error else "connection closed"
             if not conn.buffer:

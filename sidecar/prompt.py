@@ -12,6 +12,8 @@ rendering about a third slower.
 from __future__ import annotations
 
 import json
+import os
+import stat
 from collections.abc import Mapping
 from datetime import datetime
 from importlib import resources
@@ -63,7 +65,7 @@ def _arguments(value: Any) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return value
     return value
 
@@ -123,11 +125,7 @@ class ChatTemplate:
 
     @classmethod
     def from_file(cls, path: Path, family: str | None) -> ChatTemplate:
-        try:
-            source = path.read_text("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise TemplateError(f"--chat-template {path}: cannot read: {exc}") from None
-        return cls(source, str(path), family)
+        return cls(read_template_file(path), str(path), family)
 
     def render(
         self,
@@ -136,12 +134,14 @@ class ChatTemplate:
         *,
         thinking: bool,
         template_kwargs: Mapping[str, Any] | None = None,
+        prepared: bool = False,
     ) -> str:
-        """The prompt text; a template that rejects the conversation is a 400."""
+        """The prompt text; a template that rejects the conversation is a 400. `prepared`:
+        the messages are already in the template's shape (`sidecar.request` makes them so)."""
         context: dict[str, Any] = {
             **self._globals,
             **(template_kwargs or {}),
-            "messages": _normalize(messages),
+            "messages": messages if prepared else _normalize(messages),
             "tools": tools or None,
             "add_generation_prompt": True,
             "enable_thinking": thinking,
@@ -156,7 +156,85 @@ class ChatTemplate:
                 template.environment.handle_exception()  # re-raises (template lines in traceback)
         except jinja2.TemplateError as exc:
             raise bad_request(f"chat template rejected the messages: {exc}", "messages") from None
-        except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        except RecursionError:
+            raise bad_request(
+                "chat template failed on these messages: they nest too deeply for it", "messages"
+            ) from None
+        except Exception as exc:
+            # The template rendered the sample conversation at startup (`check_template`), so
+            # what fails now fails on this request's content: `{{ 1/0 }}` on some text, a
+            # `range` over a number from the request, a macro recursing over its arguments.
             raise APIError(
                 400, f"chat template failed on these messages: {exc!r}", param="messages"
+            ) from None
+
+
+def read_template_file(path: Path) -> str:
+    """A template file's text; anything but a readable regular UTF-8 file is refused at once
+    (opened non-blocking: a FIFO or a device never blocks startup)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as exc:
+        raise TemplateError(f"--chat-template {path}: cannot read: {exc}") from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise TemplateError(f"--chat-template {path}: not a regular file")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            data = f.read()
+    except OSError as exc:
+        raise TemplateError(f"--chat-template {path}: cannot read: {exc}") from None
+    finally:
+        os.close(fd)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TemplateError(f"--chat-template {path}: not UTF-8 text: {exc}") from None
+
+
+SAMPLE_TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather of a city",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+SAMPLE_MESSAGES: list[dict[str, Any]] = [
+    {"role": "system", "content": "You are a helpful assistant."},
+    {"role": "user", "content": "What is the weather in Paris?"},
+    {
+        "role": "assistant",
+        "content": "",
+        "reasoning_content": "The user wants the weather; call the tool.",
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "get_weather", "arguments": '{"city": "Paris", "days": 1}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "content": '{"temperature": 21}'},
+    {"role": "assistant", "content": "It is 21 degrees in Paris."},
+    {"role": "user", "content": "Thanks!"},
+]
+
+
+def check_template(template: ChatTemplate) -> None:
+    """Render a sample conversation with a tool call and reasoning, thinking on and off; a
+    template that fails on it is a `TemplateError` (startup stops)."""
+    for thinking in (True, False):
+        try:
+            template.render(SAMPLE_MESSAGES, SAMPLE_TOOLS, thinking=thinking)
+        except APIError as exc:
+            raise TemplateError(
+                f"chat template {template.name} fails on a sample conversation with tools "
+                f"(thinking {'on' if thinking else 'off'}): {exc.message}"
             ) from None

@@ -1,7 +1,14 @@
-"""Validation of OpenAI chat-completion request bodies (pure: dict in, typed request out).
+"""Validation of OpenAI chat-completion request bodies: raw bytes in, typed request out (pure).
 
-Only shape errors a client can fix are raised here, as 400s naming the field. The request
-policy (`parsers.policy.plan_request`) owns the tool-choice / reasoning rules.
+The body is validated once, here, into typed values: the messages as the template reads
+them, the tools, the tool choice, the response format, the thinking controls and the
+sampling parameters. Everything after (thinking resolution, the request policy, the route,
+the guided-JSON schema, the engine body) reads those values, never the raw body.
+
+Every mistake a client can make in a field this sidecar reads is a 400 naming the field
+(`param` holds its path, e.g. `messages[2].tool_calls[0].function.arguments`): a value of
+another JSON type at any depth, nesting (`sidecar.jsonvalue.MAX_DEPTH`), invalid Unicode,
+numbers outside what the engines accept. Fields this sidecar does not read are ignored.
 """
 
 from __future__ import annotations
@@ -11,9 +18,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from parsers.errors import InvalidRequest
+from parsers.routing import ToolChoice, parse_tool_choice
 from sidecar.errors import APIError, bad_request
+from sidecar.jsonvalue import MAX_DEPTH, check_free_form, decode_body, join, type_name
 
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+_RESPONSE_FORMATS = ("text", "json_object", "json_schema", "structural_tag")
+# Integer ranges the engines accept (vLLM and SGLang take 32-bit token counts and top_k;
+# seeds are 64-bit).
+_INT32 = 2**31 - 1
+_SEED_MIN, _SEED_MAX = -(2**63), 2**64 - 1
+# The message keys templates are given (others are ignored).
+_MESSAGE_TEXT_KEYS = ("name", "tool_call_id", "reasoning_content")
 
 
 @dataclass(frozen=True)
@@ -33,24 +50,78 @@ class Sampling:
 
 
 @dataclass(frozen=True)
+class ResponseFormat:
+    """`response_format`, validated: its type, and the JSON schema the answer must follow
+    (`json_object`: any object; `json_schema`: its schema) or the structural tag's spec."""
+
+    type: str  # text | json_object | json_schema | structural_tag
+    schema: Mapping[str, Any] | None = None
+    structural_tag: Mapping[str, Any] | None = None  # the whole object, as the engine takes it
+
+
+@dataclass(frozen=True)
 class ChatRequest:
-    body: Mapping[str, Any]  # the validated body, handed to the request policy as is
     model: str | None
-    messages: list[dict[str, Any]]
+    messages: list[dict[str, Any]]  # template-ready: content as text, arguments decoded
     stream: bool
     include_usage: bool
     sampling: Sampling
     tools: list[dict[str, Any]] = field(default_factory=list)
+    tool_choice: ToolChoice = field(default_factory=lambda: ToolChoice("auto"))
+    response_format: ResponseFormat | None = None
+    structural_tag: bool = False  # any structural-tag spelling (docs/parser-selection.md)
+    thinking: Any = None  # the thinking controls, checked by `parsers.policy`
+    reasoning_effort: Any = None
+    chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+    def policy_view(self) -> dict[str, Any]:
+        """The validated request in the shape the request policy reads (`parsers.policy`):
+        typed values only, never the client's raw body."""
+        view: dict[str, Any] = {"tools": self.tools}
+        choice = self.tool_choice
+        if choice.mode == "named":
+            view["tool_choice"] = {"type": "function", "function": {"name": choice.name}}
+        else:
+            view["tool_choice"] = choice.mode
+        if self.response_format is not None:
+            view["response_format"] = {"type": self.response_format.type}
+        if self.structural_tag:
+            view["structural_tag"] = True
+        for name in ("thinking", "reasoning_effort"):
+            value = getattr(self, name)
+            if value is not None:
+                view[name] = value
+        if self.chat_template_kwargs:
+            view["chat_template_kwargs"] = self.chat_template_kwargs
+        return view
 
 
-def decode_body(raw: bytes) -> dict[str, Any]:
-    try:
-        body = json.loads(raw)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise bad_request(f"request body is not valid JSON: {exc}") from None
-    if not isinstance(body, dict):
-        raise bad_request("request body must be a JSON object")
-    return body
+def _wrong(path: str, expected: str, value: object) -> APIError:
+    return bad_request(f"'{path}' must be {expected}, got {type_name(value)}", path)
+
+
+def _string(value: Any, path: str, *, optional: bool = True, empty: bool = True) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise _wrong(path, "a string", value)
+    if not empty and not value:
+        raise bad_request(f"'{path}' must not be empty", path)
+    return value
+
+
+def _object(value: Any, path: str) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise _wrong(path, "an object", value)
+    return value
+
+
+def _boolean(value: Any, path: str) -> bool | None:
+    if value is not None and not isinstance(value, bool):
+        raise _wrong(path, "a boolean", value)
+    return value
 
 
 def _number(body: Mapping[str, Any], name: str, lo: float, hi: float) -> float | None:
@@ -58,20 +129,21 @@ def _number(body: Mapping[str, Any], name: str, lo: float, hi: float) -> float |
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int | float):
-        raise bad_request(f"'{name}' must be a number", name)
-    if not lo <= value <= hi:
-        raise bad_request(f"'{name}' must be between {lo:g} and {hi:g}, got {value}", name)
+        raise _wrong(name, "a number", value)
+    if not lo <= value <= hi:  # also NaN, Infinity and 1e999
+        raise bad_request(f"'{name}' must be between {lo:g} and {hi:g}, got {value!r}", name)
     return float(value)
 
 
-def _integer(body: Mapping[str, Any], name: str, lo: int | None = None) -> int | None:
+def _integer(body: Mapping[str, Any], name: str, lo: int, hi: int = _INT32) -> int | None:
     value = body.get(name)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise bad_request(f"'{name}' must be an integer", name)
-    if lo is not None and value < lo:
-        raise bad_request(f"'{name}' must be at least {lo}, got {value}", name)
+        raise _wrong(name, "an integer", value)
+    if not lo <= value <= hi:
+        shown = str(value) if len(str(value)) <= 40 else f"an integer of {len(str(value))} digits"
+        raise bad_request(f"'{name}' must be between {lo} and {hi}, got {shown}", name)
     return value
 
 
@@ -81,35 +153,121 @@ def _stop(body: Mapping[str, Any]) -> tuple[str, ...]:
         return ()
     if isinstance(stop, str):
         return (stop,)
-    if isinstance(stop, list) and all(isinstance(s, str) for s in stop):
+    if isinstance(stop, list):
+        for i, s in enumerate(stop):
+            if not isinstance(s, str):
+                raise bad_request(
+                    f"'stop' must be a string or a list of strings; 'stop[{i}]' is a "
+                    f"{type_name(s)}",
+                    "stop",
+                )
         return tuple(stop)
     raise bad_request("'stop' must be a string or a list of strings", "stop")
+
+
+def _text(content: Any, path: str) -> str:
+    """Message content as text: a string, null, or a list of text parts."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise _wrong(path, "a string, an array of text parts or null", content)
+    texts = []
+    for j, part in enumerate(content):
+        where = join(path, j)
+        if not isinstance(part, dict):
+            raise _wrong(where, "a text part object", part)
+        if part.get("type") != "text":
+            raise bad_request(
+                f"'{path}' parts must be text parts (this sidecar serves text); "
+                f"'{where}.type' is {part.get('type')!r}",
+                f"{where}.type",
+            )
+        texts.append(_string(part.get("text"), f"{where}.text", optional=False))
+    return "".join(t for t in texts if t)
+
+
+def _arguments(value: Any, path: str) -> Any:
+    """History tool-call arguments: a JSON string (decoded for the template; text that is not
+    JSON stays text), an object, or null (no arguments)."""
+    if value is None:
+        return {}
+    if isinstance(value, str):
+        try:
+            decoded = json.loads(value)
+        except RecursionError:
+            raise bad_request(
+                f"'{path}' is nested more than {MAX_DEPTH} levels deep", path
+            ) from None
+        except ValueError:
+            return value
+        check_free_form(decoded, path)
+        return decoded
+    if isinstance(value, dict):
+        check_free_form(value, path)
+        return value
+    raise _wrong(path, "a JSON string or an object", value)
+
+
+def _tool_calls(value: Any, path: str) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _wrong(path, "an array of tool calls", value)
+    calls = []
+    for k, call in enumerate(value):
+        where = join(path, k)
+        if not isinstance(call, dict):
+            raise _wrong(where, "a tool call object", call)
+        kind = _string(call.get("type"), f"{where}.type")
+        if kind not in (None, "function"):
+            raise bad_request(f"'{where}.type' must be \"function\", got {kind!r}", f"{where}.type")
+        fn = call.get("function")
+        if not isinstance(fn, dict):
+            raise _wrong(f"{where}.function", "an object", fn)
+        name = _string(fn.get("name"), f"{where}.function.name", optional=False, empty=False)
+        out: dict[str, Any] = {
+            "type": "function",
+            "function": {
+                "name": name,
+                "arguments": _arguments(fn.get("arguments"), f"{where}.function.arguments"),
+            },
+        }
+        call_id = _string(call.get("id"), f"{where}.id")
+        if call_id is not None:
+            out["id"] = call_id
+        calls.append(out)
+    return calls
 
 
 def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
     messages = body.get("messages")
     if not isinstance(messages, list) or not messages:
-        raise bad_request("'messages' must be a non-empty list", "messages")
+        if messages is not None and not isinstance(messages, list):
+            raise _wrong("messages", "a non-empty array", messages)
+        raise bad_request("'messages' must be a non-empty array", "messages")
+    out = []
     for i, message in enumerate(messages):
         where = f"messages[{i}]"
         if not isinstance(message, dict):
-            raise bad_request(f"'{where}' must be an object", where)
+            raise _wrong(where, "an object", message)
         role = message.get("role")
-        if role not in _ROLES:
+        if not isinstance(role, str) or role not in _ROLES:
             raise bad_request(
                 f"'{where}.role' must be one of {', '.join(sorted(_ROLES))}", f"{where}.role"
             )
-        content = message.get("content")
-        if content is not None and not isinstance(content, str | list):
-            raise bad_request(f"'{where}.content' must be a string or a list", f"{where}.content")
-        if isinstance(content, list):
-            for part in content:
-                if not isinstance(part, dict) or part.get("type") != "text":
-                    raise bad_request(
-                        f"'{where}.content' parts must be text parts (this sidecar serves text)",
-                        f"{where}.content",
-                    )
-    return messages
+        m: dict[str, Any] = {
+            "role": "system" if role == "developer" else role,
+            "content": _text(message.get("content"), f"{where}.content"),
+            "tool_calls": _tool_calls(message.get("tool_calls"), f"{where}.tool_calls"),
+        }
+        for key in _MESSAGE_TEXT_KEYS:
+            value = _string(message.get(key), f"{where}.{key}")
+            if value is not None:
+                m[key] = value
+        out.append(m)
+    return out
 
 
 def _tools(body: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -117,19 +275,80 @@ def _tools(body: Mapping[str, Any]) -> list[dict[str, Any]]:
     if tools is None:
         return []
     if not isinstance(tools, list):
-        raise bad_request("'tools' must be a list", "tools")
+        raise _wrong("tools", "an array", tools)
+    out = []
     for i, tool in enumerate(tools):
-        fn = tool.get("function") if isinstance(tool, dict) else None
-        if not isinstance(fn, dict) or tool.get("type", "function") != "function":
-            raise bad_request(
-                f"'tools[{i}]' must be {{'type': 'function', 'function': {{...}}}}", f"tools[{i}]"
-            )
-        if not isinstance(fn.get("name"), str) or not fn["name"]:
-            raise bad_request(f"'tools[{i}].function.name' must be a non-empty string")
-        params = fn.get("parameters")
-        if params is not None and not isinstance(params, dict):
-            raise bad_request(f"'tools[{i}].function.parameters' must be a JSON schema object")
-    return tools
+        where = f"tools[{i}]"
+        if not isinstance(tool, dict):
+            raise _wrong(where, "an object", tool)
+        kind = _string(tool.get("type"), f"{where}.type")
+        if kind not in (None, "function"):
+            raise bad_request(f"'{where}.type' must be \"function\", got {kind!r}", f"{where}.type")
+        fn = tool.get("function")
+        if not isinstance(fn, dict):
+            raise _wrong(f"{where}.function", "an object", fn)
+        function: dict[str, Any] = {
+            "name": _string(fn.get("name"), f"{where}.function.name", optional=False, empty=False)
+        }
+        description = _string(fn.get("description"), f"{where}.function.description")
+        if description is not None:
+            function["description"] = description
+        params = _object(fn.get("parameters"), f"{where}.function.parameters")
+        if params is not None:
+            check_free_form(params, f"{where}.function.parameters")
+            function["parameters"] = params
+        strict = _boolean(fn.get("strict"), f"{where}.function.strict")
+        if strict is not None:
+            function["strict"] = strict
+        out.append({"type": "function", "function": function})
+    return out
+
+
+def _tool_choice(body: Mapping[str, Any]) -> ToolChoice:
+    choice = body.get("tool_choice")
+    if choice is None:
+        return ToolChoice("auto")
+    if isinstance(choice, dict):
+        fn = choice.get("function")
+        if fn is not None and not isinstance(fn, dict):
+            raise _wrong("tool_choice.function", "an object", fn)
+    return parse_tool_choice({"tool_choice": choice})  # InvalidRequest names tool_choice
+
+
+def _response_format(body: Mapping[str, Any]) -> ResponseFormat | None:
+    fmt = body.get("response_format")
+    if fmt is None:
+        return None
+    if not isinstance(fmt, dict):
+        raise _wrong("response_format", "an object", fmt)
+    kind = fmt.get("type")
+    if not isinstance(kind, str) or kind not in _RESPONSE_FORMATS:
+        raise bad_request(
+            f"'response_format.type' must be one of {', '.join(_RESPONSE_FORMATS)}",
+            "response_format",
+        )
+    if kind == "json_object":
+        return ResponseFormat(kind, {"type": "object"})
+    if kind == "json_schema":
+        spec = _object(fmt.get("json_schema"), "response_format.json_schema") or {}
+        _string(spec.get("name"), "response_format.json_schema.name")
+        _boolean(spec.get("strict"), "response_format.json_schema.strict")
+        schema = _object(spec.get("schema"), "response_format.json_schema.schema")
+        if schema is not None:
+            check_free_form(schema, "response_format.json_schema.schema")
+        return ResponseFormat(kind, schema if schema is not None else {"type": "object"})
+    if kind == "structural_tag":
+        check_free_form(fmt, "response_format")
+        return ResponseFormat(kind, structural_tag=fmt)
+    return ResponseFormat(kind)
+
+
+def _structural_tag(body: Mapping[str, Any], fmt: ResponseFormat | None) -> bool:
+    outputs = _object(body.get("structured_outputs"), "structured_outputs")
+    tagged = fmt is not None and fmt.type == "structural_tag"
+    if outputs is not None and outputs.get("structural_tag") is not None:
+        tagged = True
+    return tagged or body.get("structural_tag") is not None
 
 
 # The body fields `_sampling` reads: Sampling's own names, and OpenAI's newer max_tokens name.
@@ -147,7 +366,7 @@ def _sampling(body: Mapping[str, Any]) -> Sampling:
         top_p=_number(body, "top_p", 0.0, 1.0),
         top_k=_integer(body, "top_k", -1),
         min_p=_number(body, "min_p", 0.0, 1.0),
-        seed=_integer(body, "seed"),
+        seed=_integer(body, "seed", _SEED_MIN, _SEED_MAX),
         presence_penalty=_number(body, "presence_penalty", -2.0, 2.0),
         frequency_penalty=_number(body, "frequency_penalty", -2.0, 2.0),
         repetition_penalty=_number(body, "repetition_penalty", 0.0, 10.0),
@@ -157,46 +376,59 @@ def _sampling(body: Mapping[str, Any]) -> Sampling:
 
 def parse_chat_request(body: Mapping[str, Any]) -> ChatRequest:
     """Validate a decoded body; raises `APIError` (400) naming the offending field."""
-    model = body.get("model")
-    if model is not None and not isinstance(model, str):
-        raise bad_request("'model' must be a string", "model")
-    stream = body.get("stream", False)
-    if stream is None:
-        stream = False
-    if not isinstance(stream, bool):
-        raise bad_request("'stream' must be a boolean", "stream")
-    options = body.get("stream_options")
+    try:
+        return _parse(body)
+    except InvalidRequest as exc:
+        raise APIError(400, exc.message, param=exc.param, code=exc.code) from None
+
+
+def _parse(body: Mapping[str, Any]) -> ChatRequest:
+    model = _string(body.get("model"), "model")
+    stream = _boolean(body.get("stream"), "stream") or False
+    options = _object(body.get("stream_options"), "stream_options")
     include_usage = False
     if options is not None:
-        if not isinstance(options, dict):
-            raise bad_request("'stream_options' must be an object", "stream_options")
-        include_usage = bool(options.get("include_usage", False))
-    if body.get("logprobs") or body.get("top_logprobs"):
+        include_usage = bool(_boolean(options.get("include_usage"), "stream_options.include_usage"))
+    if _boolean(body.get("logprobs"), "logprobs"):
         raise bad_request("'logprobs' are not supported by this sidecar", "logprobs")
+    if _integer(body, "top_logprobs", 0, 20):
+        raise bad_request("'top_logprobs' are not supported by this sidecar", "top_logprobs")
     n = _integer(body, "n", 1)
     if n not in (None, 1):
         raise bad_request("'n' must be 1: this sidecar returns one choice", "n")
     sampling = _sampling(body) if not body.keys().isdisjoint(_SAMPLING_KEYS) else _NO_SAMPLING
-    fmt = body.get("response_format")
-    if fmt is not None and (
-        not isinstance(fmt, dict) or fmt.get("type") not in ("text", "json_object", "json_schema")
-    ):
-        raise bad_request(
-            "'response_format.type' must be one of text, json_object, json_schema",
-            "response_format",
-        )
-    kwargs = body.get("chat_template_kwargs")
-    if kwargs is not None and not isinstance(kwargs, dict):
-        raise bad_request("'chat_template_kwargs' must be an object", "chat_template_kwargs")
+    fmt = _response_format(body)
+    kwargs = _object(body.get("chat_template_kwargs"), "chat_template_kwargs") or {}
+    if kwargs:
+        check_free_form(kwargs, "chat_template_kwargs")
     return ChatRequest(
-        body=body,
         model=model,
         messages=_messages(body),
         stream=stream,
         include_usage=include_usage,
         sampling=sampling,
         tools=_tools(body),
+        tool_choice=_tool_choice(body),
+        response_format=fmt,
+        structural_tag=_structural_tag(body, fmt),
+        thinking=body.get("thinking"),
+        reasoning_effort=body.get("reasoning_effort"),
+        chat_template_kwargs=kwargs,
     )
 
 
-__all__ = ["APIError", "ChatRequest", "Sampling", "decode_body", "parse_chat_request"]
+def read_chat_request(raw: bytes) -> ChatRequest:
+    """Decode and validate a request body (`sidecar.jsonvalue.decode_body`, then
+    `parse_chat_request`)."""
+    return parse_chat_request(decode_body(raw))
+
+
+__all__ = [
+    "APIError",
+    "ChatRequest",
+    "ResponseFormat",
+    "Sampling",
+    "decode_body",
+    "parse_chat_request",
+    "read_chat_request",
+]

@@ -17,6 +17,7 @@ from typing import Any
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from sidecar import recvbuf
+from sidecar.config import DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT
 
 
 class _HeadWithBody:
@@ -70,9 +71,45 @@ class _HeadWithBody:
         return getattr(self._transport, name)
 
 
+_TIMEOUT_408 = (
+    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
+    b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
+)
+
+
 class SidecarHTTPProtocol(HttpToolsProtocol, asyncio.BufferedProtocol):
     """`uvicorn.run(..., http=SidecarHTTPProtocol)`: httptools with one write per whole
-    response (see the module docstring), receiving into `sidecar.recvbuf`."""
+    response (see the module docstring), receiving into `sidecar.recvbuf`, and closing
+    incomplete requests.
+
+    uvicorn times out only idle kept-alive connections: a client that sends half a request
+    head (or a head and half a body) holds its connection forever. Here a request's head must
+    be complete within `head_timeout` seconds of its first byte, and its body within
+    `body_timeout` seconds of the head's end; otherwise the client gets a 408 (when no
+    response has started) and the connection is closed. A new connection that sends nothing
+    is closed after uvicorn's keep-alive timeout, like an idle kept-alive one. No timer runs
+    for a request that arrives whole in one read (the usual case).
+    """
+
+    head_timeout = DEFAULT_HEAD_TIMEOUT
+    body_timeout = DEFAULT_BODY_TIMEOUT
+
+    @classmethod
+    def with_timeouts(cls, head: float, body: float) -> type[SidecarHTTPProtocol]:
+        """This protocol with other timeouts (uvicorn takes a class)."""
+        return type(cls.__name__, (cls,), {"head_timeout": head, "body_timeout": body})
+
+    _stage = "idle"  # idle | head | body: which part of a request is still awaited
+    _timer: asyncio.TimerHandle | None = None
+    _timer_stage = ""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm("idle", float(self.timeout_keep_alive))
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._disarm()
+        super().connection_lost(exc)
 
     def get_buffer(self, sizehint: int) -> memoryview:
         return recvbuf.view()
@@ -80,19 +117,78 @@ class SidecarHTTPProtocol(HttpToolsProtocol, asyncio.BufferedProtocol):
     def buffer_updated(self, nbytes: int) -> None:
         self.data_received(recvbuf.take(nbytes))
 
+    def data_received(self, data: bytes) -> None:
+        if self._timer_stage == "idle":
+            self._disarm()
+        super().data_received(data)
+        stage = self._stage
+        if stage != "idle" and self._timer_stage != stage:
+            self._arm(stage, self.head_timeout if stage == "head" else self.body_timeout)
+
+    def on_message_begin(self) -> None:
+        super().on_message_begin()
+        self._stage = "head"
+
     def on_headers_complete(self) -> None:
         super().on_headers_complete()
+        self._stage = "body"
         cycle = self.cycle
         # Wrap each new cycle's transport once (an upgrade creates no cycle: `self.cycle` is
         # then the previous one, already wrapped).
         if cycle is not None and cycle.transport is self.transport:
             cycle.transport = _HeadWithBody(self.transport, self.loop)  # type: ignore[assignment]
 
+    def on_message_complete(self) -> None:
+        super().on_message_complete()
+        self._stage = "idle"
+        if self._timer_stage in ("head", "body"):
+            self._disarm()
 
-def server_options(log_level: int = logging.INFO) -> dict[str, Any]:
+    def _arm(self, stage: str, seconds: float) -> None:
+        self._disarm()
+        self._timer_stage = stage
+        self._timer = self.loop.call_later(seconds, self._expired)
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_stage = ""
+
+    def _expired(self) -> None:
+        stage, self._timer, self._timer_stage = self._timer_stage, None, ""
+        transport = self.transport
+        if transport.is_closing():
+            return
+        if stage != "idle" and self.flow.read_paused:
+            # The server stopped reading (a pipelined request waits its turn): not the
+            # client's delay. Look again later.
+            self._arm(stage, self.head_timeout if stage == "head" else self.body_timeout)
+            return
+        if stage != "idle":
+            cycle = self.cycle
+            if stage == "head" or cycle is None or not cycle.response_started:
+                limit = self.head_timeout if stage == "head" else self.body_timeout
+                message = (
+                    b'{"error":{"message":"request %s not received within %gs",'
+                    b'"type":"invalid_request_error","param":null,"code":"request_timeout"}}'
+                    % (stage.encode(), limit)
+                )
+                transport.write(_TIMEOUT_408 % (len(message), message))
+        transport.close()
+
+
+def server_options(
+    log_level: int = logging.INFO,
+    head_timeout: float = DEFAULT_HEAD_TIMEOUT,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
+) -> dict[str, Any]:
     """The uvicorn settings every sidecar is served with (the CLI's and the tests')."""
+    protocol = SidecarHTTPProtocol
+    if (head_timeout, body_timeout) != (DEFAULT_HEAD_TIMEOUT, DEFAULT_BODY_TIMEOUT):
+        protocol = SidecarHTTPProtocol.with_timeouts(head_timeout, body_timeout)
     return {
-        "http": SidecarHTTPProtocol,
+        "http": protocol,
         # Keep idle client connections longer than common load-balancer idle timeouts (60 s),
         # so a balancer never reuses a connection the sidecar is closing.
         "timeout_keep_alive": 65,

@@ -31,13 +31,19 @@ class SSEDecoder:
             self._data.append(value)
         return None
 
+    def data(self, value: str) -> None:
+        """A `data:` line's value (what `line` does for one, without re-parsing the line)."""
+        self._data.append(value)
+
     def flush(self) -> str | None:
         """Data of an event the stream ended without terminating with a blank line."""
         return self.line("")
 
 
 def encode(payload: dict[str, Any]) -> bytes:
-    return b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n"
+    # A lone surrogate (never valid UTF-8) is written as its JSON escape instead of failing.
+    text = json.dumps(payload, ensure_ascii=False)
+    return b"data: " + text.encode("utf-8", "backslashreplace") + b"\n\n"
 
 
 DONE_BYTES = b"data: [DONE]\n\n"

@@ -81,6 +81,13 @@ def finish_from_openai(reason: Any) -> str | None:
     raise malformed(f"finish_reason {reason!r}")
 
 
+def _stop_reason(value: Any) -> str | int | None:
+    """vLLM's stop string or token id; anything else is not passed on to the client."""
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return value
+    return None
+
+
 def usage_from_openai(usage: Any) -> Usage | None:
     if not isinstance(usage, Mapping):
         return None
@@ -113,7 +120,7 @@ class CompletionsDecoder(StreamDecoder):
         return EngineEvent(
             text=text,
             finish_reason=finish_from_openai(choice.get("finish_reason")),
-            stop_reason=choice.get("stop_reason"),
+            stop_reason=_stop_reason(choice.get("stop_reason")),
             usage=usage,
         )
 

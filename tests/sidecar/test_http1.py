@@ -442,7 +442,26 @@ def test_oversized_heads_are_protocol_errors(reply: bytes) -> None:
         return str(caught.value)
 
     message = run(with_server(answer_each(reply), main))
-    assert "longer than 65536 bytes" in message or "more than 100 header lines" in message
+    assert "larger than 65536 bytes" in message or "more than 100 header lines" in message
+
+
+def test_an_endless_head_is_refused_at_once_not_at_the_timeout() -> None:
+    """~900 KB of header lines with no end: refused once past the limit, long before the
+    read timeout (the engine keeps the connection open)."""
+    filler = b"".join(b"x-filler-%d: %s\r\n" % (i, b"f" * 80) for i in range(10_000))
+    reply = b"HTTP/1.1 200 OK\r\n" + filler
+
+    async def main(server: Server) -> tuple[str, float]:
+        c = client(server.url, read_timeout=30)
+        started = asyncio.get_running_loop().time()
+        with pytest.raises(http1.ProtocolError) as caught:
+            await c.request("GET", "/")
+        elapsed = asyncio.get_running_loop().time() - started
+        await c.aclose()
+        return str(caught.value), elapsed
+
+    message, elapsed = run(with_server(answer_each(reply), main))
+    assert "larger than 65536 bytes" in message and elapsed < 5
 
 
 def test_bad_chunk_framing_is_a_protocol_error() -> None:

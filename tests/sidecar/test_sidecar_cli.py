@@ -61,6 +61,8 @@ BAD_CONFIGS: list[tuple[dict[bytes, bytes], list[str], str]] = [
     ({}, ["--reasoning-parser", "nosuch"], "--reasoning-parser"),
     ({}, ["--tool-call-parser", "hermes", "--reasoning-parser", "glm45"], "--reasoning-parser"),
     ({}, ["--chat-template", "/nonexistent/template.jinja"], "/nonexistent/template.jinja"),
+    ({}, ["--request-head-timeout", "0"], "--request-head-timeout"),
+    ({}, ["--request-body-timeout", "inf"], "--request-body-timeout"),
 ]  # fmt: skip
 
 

@@ -152,7 +152,7 @@ def _plan(mode: Any, named: str | None = None) -> ParsePlan:
 
 
 def test_guided_schema_for_required_lists_each_tool() -> None:
-    schema = guided_schema(_plan("required"), {})
+    schema = guided_schema(_plan("required"), None)
     assert schema is not None and schema["type"] == "array" and schema["minItems"] == 1
     branches = schema["items"]["anyOf"]
     assert [b["properties"]["name"]["enum"] for b in branches] == [["get_weather"], ["get_time"]]
@@ -161,11 +161,12 @@ def test_guided_schema_for_required_lists_each_tool() -> None:
 
 
 def test_guided_schema_for_named_is_the_bare_arguments_object() -> None:
-    schema = guided_schema(_plan("named", "get_weather"), {})
+    schema = guided_schema(_plan("named", "get_weather"), None)
     assert schema == TOOLS[0]["function"]["parameters"]
-    assert guided_schema(_plan("auto"), {}) is None
+    assert guided_schema(_plan("auto"), None) is None
     fmt = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "array"}}}
-    assert guided_schema(_plan("auto"), {"response_format": fmt}) == {"type": "array"}
+    request = parse_chat_request({"messages": [{"role": "user"}], "response_format": fmt})
+    assert guided_schema(_plan("auto"), request.response_format) == {"type": "array"}
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,208 @@
+"""Engine faults through the sidecar, each from a real loopback socket server misbehaving
+that way: an endless response head, JSON nested past any stack, text with a lone surrogate,
+an engine 429 with Retry-After, and one very long SSE line.
+
+The server reads each request and answers the bytes of the fault named in the prompt
+(`[[fault:NAME]]`), streamed or not as the request asked.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from parsers.settings import load_settings
+from sidecar.app import build_app
+from sidecar.config import SidecarConfig, Timeouts
+from sidecar.engines.vllm import VLLMAdapter
+from sidecar.fake_engine import serve_in_thread
+from sidecar.prompt import ChatTemplate
+from sidecar.server import server_options
+
+pytestmark = pytest.mark.parser_mode_independent(
+    reason="engine faults are handled before and after parsing, the same on every route"
+)
+
+LONG_TEXT = "long line " * 400_000  # one 4 MB SSE line
+
+
+def _chunk(text: str, finish: str | None = None) -> dict[str, Any]:
+    return {"choices": [{"index": 0, "text": text, "finish_reason": finish}]}
+
+
+def _response(body: bytes, status: str = "200 OK", extra: bytes = b"") -> bytes:
+    return (
+        b"HTTP/1.1 " + status.encode() + b"\r\ncontent-type: application/json\r\n"
+        + b"connection: close\r\n" + extra
+        + b"content-length: " + str(len(body)).encode() + b"\r\n\r\n" + body
+    )  # fmt: skip
+
+
+def _sse(*events: bytes) -> bytes:
+    body = b"".join(b"data: " + e + b"\n\n" for e in events) + b"data: [DONE]\n\n"
+    return b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n" + body
+
+
+DEEP = b'{"choices":[{"text":' + b"[" * 100_000 + b"]" * 100_000 + b"}]}"
+SURROGATE = b'{"choices":[{"index":0,"text":"a\\ud800b","finish_reason":"stop"}]}'
+GOOD = json.dumps(_chunk("ok ")).encode()
+
+
+def _reply(fault: str, stream: bool) -> bytes:
+    """The bytes of `fault` (every answer closes its connection after it)."""
+    if fault == "bighead":
+        filler = b"".join(b"x-filler-%d: %s\r\n" % (i, b"f" * 80) for i in range(10_000))
+        return b"HTTP/1.1 200 OK\r\n" + filler  # ~900 KB, never ended
+    if fault == "deep":
+        return _sse(GOOD, DEEP) if stream else _response(DEEP)
+    if fault == "surrogate":
+        return _sse(GOOD, SURROGATE) if stream else _response(SURROGATE)
+    if fault == "busy":
+        error = b'{"object":"error","message":"too many requests","code":429}'
+        return _response(error, "429 Too Many Requests", b"retry-after: 7\r\n")
+    if fault == "long":
+        long_event = json.dumps(_chunk(LONG_TEXT)).encode()
+        return _sse(long_event, json.dumps(_chunk("", "stop")).encode())
+    raise AssertionError(fault)
+
+
+class MisbehavingEngine:
+    """A threaded socket server answering each request with its fault's raw bytes."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.stopped = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.stopped:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                piece = conn.recv(65536)
+                if not piece:
+                    return
+                data += piece
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = next(
+                int(line.split(b":")[1])
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length:")
+            )
+            while len(body) < length:
+                body += conn.recv(65536)
+            request = json.loads(body)
+            fault = request["prompt"].split("[[fault:")[1].split("]]")[0]
+            reply = _reply(fault, bool(request.get("stream")))
+            try:
+                conn.sendall(reply)
+                if fault == "bighead":  # hold the connection until the sidecar closes it
+                    conn.settimeout(30)
+                    while conn.recv(65536):
+                        pass
+            except OSError:
+                pass
+
+    def stop(self) -> None:
+        self.stopped = True
+        self.sock.close()
+
+
+@pytest.fixture(scope="module")
+def sidecar_url() -> Iterator[str]:
+    engine = MisbehavingEngine()
+    config = SidecarConfig(
+        "vllm", engine.url, "m", load_settings({}), timeouts=Timeouts(read=30, connect=2)
+    )
+    app = build_app(config, VLLMAdapter(), ChatTemplate.builtin(None, None))
+    server = serve_in_thread(app, **server_options())
+    try:
+        yield server.url
+    finally:
+        server.stop()
+        engine.stop()
+
+
+def _client(url: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=f"{url}/v1", api_key="x", max_retries=0, timeout=60)
+
+
+def _messages(fault: str) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": f"[[fault:{fault}]]"}]
+
+
+def _timed(call: Callable[[], Any]) -> tuple[Any, float]:
+    started = time.monotonic()
+    return call(), time.monotonic() - started
+
+
+def test_an_over_limit_head_is_a_prompt_502(sidecar_url: str) -> None:
+    def call() -> openai.APIStatusError:
+        with pytest.raises(openai.APIStatusError) as info:
+            _client(sidecar_url).chat.completions.create(model="m", messages=_messages("bighead"))
+        return info.value
+
+    error, elapsed = _timed(call)
+    assert error.status_code == 502 and elapsed < 5  # the engine timeout is 30 s
+    assert isinstance(error.body, dict) and error.body["code"] == "engine_protocol_error"
+    assert "head larger than" in error.message
+
+
+@pytest.mark.parametrize("fault", ["deep", "surrogate"])
+def test_malformed_engine_json_is_a_502_protocol_error(sidecar_url: str, fault: str) -> None:
+    with pytest.raises(openai.APIStatusError) as info:
+        _client(sidecar_url).chat.completions.create(model="m", messages=_messages(fault))
+    assert info.value.status_code == 502
+    assert isinstance(info.value.body, dict) and info.value.body["code"] == "engine_protocol_error"
+
+
+@pytest.mark.parametrize("fault", ["deep", "surrogate"])
+def test_malformed_engine_json_mid_stream_is_an_in_band_protocol_error(
+    sidecar_url: str, fault: str
+) -> None:
+    text = ""
+    with pytest.raises(openai.APIError) as info:
+        for chunk in _client(sidecar_url).chat.completions.create(
+            model="m", messages=_messages(fault), stream=True
+        ):
+            if chunk.choices:
+                text += chunk.choices[0].delta.content or ""
+    assert text == "ok "  # the good event before the bad one arrived
+    assert isinstance(info.value.body, dict)
+    assert info.value.body["code"] == "engine_protocol_error"
+
+
+def test_an_engine_429_is_a_429_with_its_retry_after(sidecar_url: str) -> None:
+    with pytest.raises(openai.RateLimitError) as info:
+        _client(sidecar_url).chat.completions.create(model="m", messages=_messages("busy"))
+    assert info.value.status_code == 429
+    assert info.value.response.headers["retry-after"] == "7"
+    assert "too many requests" in info.value.message
+    for stream in (False, True):  # a streamed request fails before its stream starts
+        body = {"messages": _messages("busy"), "stream": stream}
+        response = httpx.post(f"{sidecar_url}/v1/chat/completions", json=body, timeout=30)
+        assert response.status_code == 429 and response.headers["retry-after"] == "7"
+
+
+def test_one_long_sse_line_arrives_whole(sidecar_url: str) -> None:
+    chunks = _client(sidecar_url).chat.completions.create(
+        model="m", messages=_messages("long"), stream=True
+    )
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == LONG_TEXT
