@@ -31,7 +31,8 @@ class BuildOptions:
     cache_from: tuple[str, ...] = ()
     cache_to: tuple[str, ...] = ()
     no_cache: bool = False
-    allow_pull: bool = True
+    allow_pull: bool = True  # a digest-pinned base image only; nothing else is ever pulled
+    debian_mirror: str | None = None  # for debootstrap, when the base image is made
 
 
 @dataclass(frozen=True)

@@ -93,7 +93,9 @@ def _run_buildkit(
     report.line(f"BuildKit client: {found.describe()}")
     check_options(found, opts)
 
-    spec = base.BaseImageSpec(name=opts.base_image, allow_pull=opts.allow_pull)
+    spec = base.BaseImageSpec(
+        name=opts.base_image, allow_pull=opts.allow_pull, mirror=opts.debian_mirror
+    )
     base.ensure_base_image(engine, found.binary, spec, report)
 
     python = options.python_version or cached_python_version(
