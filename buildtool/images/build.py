@@ -111,13 +111,30 @@ def run_build(
     ):
         assert proc.stdout is not None
         log.write("$ " + " ".join(argv) + "\n")
+        finished: set[int] = set()
         for line in proc.stdout:
             log.write(line)
             step = progress.feed(line)
-            if step is not None and step.instruction and step.status == "running":
-                report.status(f"{label}: [{step.stage}] {step.instruction[:70]}")
+            if step is None or not step.is_instruction:
+                continue
+            if step.status == "running":
+                report.status(f"{label}: [{step.stage}] {(step.instruction or '')[:70]}")
+            elif step.number not in finished:
+                finished.add(step.number)
+                report.progress(step_line(label, step))
         rc = proc.wait()
     return rc, progress.steps
+
+
+def step_line(label: str, step: plainlog.Step) -> str:
+    """`sidecar-vllm: [python-base 2/2] RUN ...: cached` (or `done 3.1 s`, `FAILED`)."""
+    outcome = {
+        "cached": "cached",
+        "done": f"done {step.seconds or 0.0:.1f} s",
+        "error": "FAILED",
+        "canceled": "canceled",
+    }.get(step.status, step.status)
+    return f"{label}: {_clip(step.name, 90)}: {outcome}"
 
 
 def _clip(text: str, limit: int) -> str:
