@@ -60,6 +60,25 @@ def register(subparsers: Any) -> None:
         metavar="DEST",
         help="BuildKit --cache-to (repeatable; buildx only), e.g. type=gha,mode=max",
     )
+    b.add_argument(
+        "--push",
+        metavar="REGISTRY/PREFIX",
+        help="push each image as PREFIX/sidecar-NAME:TAG and :c<content hash>, with its layer "
+        "cache, and the base image as PREFIX/base (its digest is printed)",
+    )
+    b.add_argument(
+        "--cache-from-pushed",
+        metavar="REGISTRY/PREFIX:TAG",
+        help="reuse the layer cache another machine published with --push REGISTRY/PREFIX "
+        "--tag TAG (adds the --cache-from sources it needs)",
+    )
+    b.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="image label (repeatable), e.g. org.opencontainers.image.revision=SHA",
+    )
     b.add_argument("--tag", default=DEFAULT_TAG, help=f"image tag (default {DEFAULT_TAG})")
     b.add_argument(
         "--tag-prefix",
@@ -144,9 +163,11 @@ def options_from_args(args: argparse.Namespace, environ: dict[str, str]) -> job.
     from buildtool.images import job
     from buildtool.images.build import BuildOptions
     from buildtool.images.context import default_context_dir, default_local_cache
+    from buildtool.images.push import check_prefix
     from buildtool.images.targets import parse_targets
 
     workspace = _workspace(args)
+    push = check_prefix(args.push) if args.push else None
     cache_home = Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     context_dir = args.context_dir or default_context_dir(workspace, cache_home)
     build = BuildOptions(
@@ -164,6 +185,9 @@ def options_from_args(args: argparse.Namespace, environ: dict[str, str]) -> job.
         no_cache=args.no_cache,
         allow_pull=not args.no_pull,
         debian_mirror=args.debian_mirror,
+        push=push,
+        labels=tuple(args.label),
+        cache_from_pushed=args.cache_from_pushed,
     )
     return job.JobOptions(
         build=build,
@@ -177,17 +201,18 @@ def cmd_build(args: argparse.Namespace) -> int:
     from buildtool.images import base, client, job, wheelhouse
     from buildtool.images.build import BuildError
     from buildtool.images.local import LocalBuildError
+    from buildtool.images.push import PushError
     from buildtool.images.ui import ConsoleReporter
 
     try:
         options = options_from_args(args, dict(os.environ))
-    except ValueError as exc:
+    except (ValueError, PushError) as exc:
         print(f"buildtool images build: {exc}", file=sys.stderr)
         return EXIT_USAGE
     with ConsoleReporter() as report:
         try:
             result = job.run(options, report)
-        except (BuildError, LocalBuildError) as exc:
+        except (BuildError, LocalBuildError, PushError) as exc:
             report.done()
             print(f"buildtool images build: {exc}", file=sys.stderr)
             return EXIT_FAILED
