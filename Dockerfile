@@ -5,35 +5,44 @@
 # Offline by design: the host prepares ./wheelhouse (hash-pinned, `buildtool images wheelhouse`)
 # and every pip install here runs with --no-index --require-hashes. No CA bundle enters a layer.
 
-# A local image with python3, venv and pip; `buildtool images base` makes one with debootstrap.
-ARG BASE_IMAGE=sidecar-forge/base:bookworm
+# A local image with python3, made by `buildtool images base` (debootstrap; never pulled). Another
+# base must be named by digest (NAME@sha256:...): see docs/images.md.
+ARG BASE_IMAGE=sidecar-forge/base:bookworm-slim
 
 # ---- Python environment shared by every stage: pinned runtime dependencies, offline ----------
+# The venv has no pip, setuptools or wheel: pip runs from its own (hash-checked) wheel in the
+# wheelhouse. --no-compile, then one compileall pass with hash-based headers: pip's per-file
+# timestamp .pyc made two clean builds differ; these are the same bytes every time.
 FROM ${BASE_IMAGE} AS python-base
 ENV PATH=/opt/venv/bin:${PATH} \
     PIP_NO_INDEX=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONUNBUFFERED=1
 RUN --mount=type=bind,source=wheelhouse,target=/wheelhouse \
-    python3 -m venv /opt/venv \
- && pip install --no-cache-dir --no-index --require-hashes --find-links /wheelhouse \
-        -r /wheelhouse/runtime.txt
+    set -e; pip_whl=$(echo /wheelhouse/pip-*.whl) \
+ && sum=$(sha256sum "$pip_whl") && grep -q "sha256:${sum%% *}" /wheelhouse/build.txt \
+ && python3 -m venv --without-pip /opt/venv \
+ && /opt/venv/bin/python "$pip_whl/pip" install --no-cache-dir --no-index --require-hashes \
+        --no-compile --find-links /wheelhouse -r /wheelhouse/runtime.txt \
+ && /opt/venv/bin/python -m compileall -q --invalidation-mode unchecked-hash /opt/venv/lib
 
 # ---- Runtime base: the non-root user the sidecars run as --------------------------------------
 FROM python-base AS runtime-base
 # Numeric USER below, so orchestrators can verify non-root (runAsNonRoot) without /etc/passwd.
-RUN groupadd --system --gid 10001 sidecar \
- && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
-        --shell /usr/sbin/nologin sidecar
+# Plain lines rather than useradd: useradd writes today's date (shadow) and backup files, so two
+# builds on two days would differ; a nologin system user needs neither shadow entry nor home.
+RUN echo 'sidecar:x:10001:' >> /etc/group \
+ && echo 'sidecar:x:10001:10001:sidecar:/nonexistent:/usr/sbin/nologin' >> /etc/passwd
 WORKDIR /srv
 
-# ---- Tools: what the helper tests and the builders need on top (pytest, setuptools) ------
+# ---- Tools: what the helper tests and the builders need on top (blake3, pytest, setuptools) --
 FROM python-base AS tools
 # No .pyc may land in the hashed workspace (their headers hold copy times).
 ENV PYTHONDONTWRITEBYTECODE=1
 RUN --mount=type=bind,source=wheelhouse,target=/wheelhouse \
-    pip install --no-cache-dir --no-index --require-hashes --find-links /wheelhouse \
-        -r /wheelhouse/build.txt
+    set -e; pip_whl=$(echo /wheelhouse/pip-*.whl) \
+ && /opt/venv/bin/python "$pip_whl/pip" install --no-cache-dir --no-index --require-hashes \
+        --find-links /wheelhouse -r /wheelhouse/build.txt
 WORKDIR /src
 
 # ---- The cache helper's own regression tests (quick subset), before anything relies on it -----

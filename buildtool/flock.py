@@ -7,6 +7,7 @@ context's lock (`buildtool.images.context`, unbounded wait); each words its own 
 from __future__ import annotations
 
 import fcntl
+import math
 import time
 from collections.abc import Callable
 from enum import Enum
@@ -39,6 +40,8 @@ def lock_exclusive(
     `timeout=None` waits in the kernel for as long as it takes; a number of seconds polls (a
     blocked flock cannot be given a deadline) and gives up with `Taken.TIMED_OUT`.
     """
+    if timeout is not None and not (math.isfinite(timeout) and timeout >= 0):
+        raise ValueError(f"lock timeout {timeout!r}: must be finite and not negative")
     if try_exclusive(fd):
         return Taken.AT_ONCE
     waiting()

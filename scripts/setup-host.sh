@@ -3,7 +3,11 @@
 # Docker engine with BuildKit. Safe to run again: installed packages and a live engine are kept.
 set -euo pipefail
 
-packages=(docker.io debootstrap b3sum shellcheck make git)
+# python3-venv: scripts/setup.sh makes the task runner's venv (Debian's python3 is externally
+# managed). SIDECAR_FORGE_NO_ENGINE=1: no Docker engine (a container without one).
+no_engine=${SIDECAR_FORGE_NO_ENGINE:-0}
+packages=(debootstrap b3sum shellcheck make git python3-venv)
+[[ "$no_engine" == 1 ]] || packages+=(docker.io)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
@@ -15,6 +19,10 @@ if ((${#missing[@]})); then
 fi
 command -v cargo >/dev/null || echo "setup-host: warning: cargo not on PATH; the cargo cache tests need it" >&2
 
+if [[ "$no_engine" == 1 ]]; then
+  echo "setup-host: SIDECAR_FORGE_NO_ENGINE=1: no Docker engine set up"
+  exit 0
+fi
 # Debian's 20.10 client has BuildKit built in; a newer `docker` earlier on PATH may not.
 if ! /usr/bin/docker info >/dev/null 2>&1; then
   echo "setup-host: starting dockerd (log: /var/log/dockerd.log)"

@@ -11,8 +11,10 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from buildtool.cache.command import check_command
 from buildtool.cache.config import CacheConfig
 from buildtool.cache.errors import EXIT_OWN_ERROR, CacheError, show
+from buildtool.cache.lock import check_timeout
 from buildtool.cache.scan import default_jobs
 from buildtool.cache.session import CacheSession, Outcome, dry_run
 
@@ -89,8 +91,7 @@ def _config(args: argparse.Namespace) -> CacheConfig:
 
     if args.jobs < 0:
         raise CacheError(f"--jobs {args.jobs}: must be 0 (all cores) or more")
-    if args.lock_timeout < 0:
-        raise CacheError(f"--lock-timeout {args.lock_timeout:g}: must not be negative")
+    check_timeout("--lock-timeout", args.lock_timeout)
     for glob in args.exclude:
         if not glob.strip("/").removeprefix("./"):
             raise CacheError(f"--exclude {glob!r}: empty pattern")
@@ -202,6 +203,9 @@ def run_cache_build(args: argparse.Namespace) -> int:
         return run_stamp(args)
     if not command:
         raise CacheError("missing COMMAND: buildtool cache-build [options] -- COMMAND [ARGS...]")
+    # before anything is written: a command that cannot run must leave stamp and mtimes alone
+    # (local mode runs it in a copy of the workspace, so a relative path is checked there)
+    check_command(command, config.workspace, os.environ.get("PATH"))
     session = CacheSession(config, _say)
     with session as outcome:
         _warn_skipped(outcome)

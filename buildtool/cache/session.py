@@ -20,6 +20,7 @@ from buildtool.cache.artifacts import clear, newest_mtime
 from buildtool.cache.config import CacheConfig
 from buildtool.cache.decision import Decision, decide, removed_paths
 from buildtool.cache.digest import Entry, inputs_digest, path_list_hash
+from buildtool.cache.entries import odd_entry
 from buildtool.cache.errors import CacheError, show
 from buildtool.cache.inputs import STATE_DIR, InputRules, relative_inside
 from buildtool.cache.local import WORKTREE_NAME, sync
@@ -27,6 +28,8 @@ from buildtool.cache.lock import CacheLock
 from buildtool.cache.progress import HashProgress
 from buildtool.cache.scan import ScanResult, Skipped, added_inputs, scan
 from buildtool.cache.stamp import (
+    PATHS_NAME,
+    STAMP_NAME,
     Stamp,
     StampProblem,
     read_paths,
@@ -35,6 +38,7 @@ from buildtool.cache.stamp import (
     write_paths,
     write_stamp,
 )
+from buildtool.fsutil import is_real_dir, remove_path, replace_file
 
 MARKER_NAME = b"building"
 MAX_WAIT = 2.0  # seconds; T further ahead means artifacts from a clock in the future
@@ -197,8 +201,9 @@ class CacheSession:
     def _under_lock(self, found: ScanResult) -> Outcome:
         where, config = self.where, self.config
         remove_stale_temps(where.state)
+        interrupted = os.path.lexists(self.marker)  # any kind of entry: a kill left it
+        self._replace_odd_entries()
         old = read_stamp(where.state)
-        interrupted = os.path.lexists(self.marker)
         entries = found.entries
         digest = inputs_digest(entries)
         paths = [e.path for e in entries]
@@ -263,14 +268,35 @@ class CacheSession:
         elif ahead > 0:
             self.sleep(ahead + 0.01)
 
+    def _replace_odd_entries(self) -> None:
+        """A shared cache may hold a symlink, FIFO or folder where the helper keeps its files:
+        never follow, write through or wait on it. Under the lock, each is removed (a folder
+        with its contents, links not followed), saying so in one line; fresh files follow."""
+        where = self.where
+        for name in (STAMP_NAME, PATHS_NAME, MARKER_NAME):
+            path = os.path.join(where.state, name)
+            what = odd_entry(path)
+            if what is not None:
+                self.say(f"replacing {show(path)}: it was {what}, not a file the helper wrote")
+                self._remove(path)
+        copy = where.build_dir
+        if self.config.local and os.path.lexists(copy) and not is_real_dir(copy):
+            what = odd_entry(copy) or "not a directory"
+            self.say(f"replacing {show(copy)}: it was {what}, not the local copy")
+            self._remove(copy)
+
+    @staticmethod
+    def _remove(path: bytes) -> None:
+        try:
+            remove_path(path)
+        except OSError as exc:
+            raise CacheError(f"cannot remove {show(path)}: {exc.strerror}") from exc
+
     def _mark_building(self) -> None:
         try:
-            fd = os.open(self.marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
-            try:
-                # no fsync: a kill keeps it (page cache); only a power loss could drop it
-                os.write(fd, f"{os.getpid()}\n".encode())
-            finally:
-                os.close(fd)
+            # a fresh file renamed into place: never written through a link put there
+            # no fsync: a kill keeps it (page cache); only a power loss could drop it
+            replace_file(self.marker, f"{os.getpid()}\n".encode(), clear_dir=True)
         except OSError as exc:
             raise CacheError(f"cannot write {show(self.marker)}: {exc.strerror}") from exc
 

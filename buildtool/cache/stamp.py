@@ -14,15 +14,15 @@ paths: "buildtool-cache-paths 1 <paths hash>\\n" then the relative paths, NUL-se
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
 from dataclasses import dataclass
 from enum import Enum
 
 from buildtool.cache.digest import path_list_bytes, path_list_hash, short_hash
+from buildtool.cache.entries import NotRegular, read_regular
 from buildtool.cache.errors import CacheError, show
-from buildtool.fsutil import TEMP_MARK, replace_file
+from buildtool.fsutil import TEMP_MARK, remove_path, replace_file
 
 MAGIC = "buildtool-cache-stamp"
 VERSION = 1
@@ -47,6 +47,7 @@ class StampProblem(Enum):
     TORN = "torn stamp"
     FOREIGN = "foreign stamp file"
     UNKNOWN_VERSION = "stamp of an unknown format version"
+    NOT_A_FILE = "stamp is not a regular file"
 
 
 def format_stamp(stamp: Stamp) -> bytes:
@@ -89,16 +90,16 @@ def parse_stamp(data: bytes) -> Stamp | StampProblem:
 
 
 def read_stamp(state_dir: bytes) -> Stamp | StampProblem:
+    """The stamp, never following a symlink nor waiting on a FIFO put in its place."""
     path = os.path.join(state_dir, STAMP_NAME)
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(4096)
-    except FileNotFoundError:
-        return StampProblem.MISSING
-    except IsADirectoryError as exc:
-        raise CacheError(f"bad stamp folder: {show(path)} is a directory") from exc
+        data = read_regular(path, 4096)
+    except NotRegular:
+        return StampProblem.NOT_A_FILE
     except OSError as exc:
         raise CacheError(f"cannot read stamp {show(path)}: {exc.strerror}") from exc
+    if data is None:
+        return StampProblem.MISSING
     return parse_stamp(data)
 
 
@@ -109,7 +110,8 @@ def write_atomic(directory: bytes, name: bytes, data: bytes, durable: bool = Tru
     """
     final = os.path.join(directory, name)
     try:
-        replace_file(final, data, durable=durable)
+        # clear_dir: a folder put where the file belongs is replaced too, never written into
+        replace_file(final, data, durable=durable, clear_dir=True)
     except OSError as exc:
         raise CacheError(f"cannot write {show(final)}: {exc.strerror}") from exc
 
@@ -118,8 +120,7 @@ def remove_stale_temps(state_dir: bytes) -> None:
     """Temporary files left by a helper killed mid-write (call with the lock held)."""
     for name in os.listdir(state_dir):
         if TEMP_MARK in name:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(os.path.join(state_dir, name))
+            remove_path(os.path.join(state_dir, name))  # a folder too; links are not followed
 
 
 def write_stamp(state_dir: bytes, stamp: Stamp) -> None:
@@ -136,9 +137,10 @@ def write_paths(state_dir: bytes, paths: list[bytes], paths_hash: str) -> None:
 def read_paths(state_dir: bytes, expected_hash: str) -> list[bytes] | None:
     """The stored path list if it is intact and belongs to the stamp; None otherwise."""
     try:
-        with open(os.path.join(state_dir, PATHS_NAME), "rb") as handle:
-            data = handle.read()
-    except OSError:
+        data = read_regular(os.path.join(state_dir, PATHS_NAME))
+    except (OSError, NotRegular):
+        return None
+    if data is None:
         return None
     header, sep, body = data.partition(b"\n")
     if not sep or header != _PATHS_MAGIC + expected_hash.encode("ascii"):

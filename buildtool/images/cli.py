@@ -4,6 +4,7 @@ buildtool images build [TARGET ...] [--platform P] [--builder B] [--cache-from S
                        [--cache-to D]... [--base-image NAME] [--tag T] [--no-cache]
 buildtool images base [--base-image NAME]        # provision the base image only
 buildtool images wheelhouse [--platform P]       # prepare ./wheelhouse only
+buildtool images manifest IMAGE                  # path, kind, mode, owner, sha256 per entry
 """
 
 from __future__ import annotations
@@ -59,6 +60,25 @@ def register(subparsers: Any) -> None:
         metavar="DEST",
         help="BuildKit --cache-to (repeatable; buildx only), e.g. type=gha,mode=max",
     )
+    b.add_argument(
+        "--push",
+        metavar="REGISTRY/PREFIX",
+        help="push each image as PREFIX/sidecar-NAME:TAG and :c<content hash>, with its layer "
+        "cache, and the base image as PREFIX/base (its digest is printed)",
+    )
+    b.add_argument(
+        "--cache-from-pushed",
+        metavar="REGISTRY/PREFIX:TAG",
+        help="reuse the layer cache another machine published with --push REGISTRY/PREFIX "
+        "--tag TAG (adds the --cache-from sources it needs)",
+    )
+    b.add_argument(
+        "--label",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="image label (repeatable), e.g. org.opencontainers.image.revision=SHA",
+    )
     b.add_argument("--tag", default=DEFAULT_TAG, help=f"image tag (default {DEFAULT_TAG})")
     b.add_argument(
         "--tag-prefix",
@@ -69,7 +89,7 @@ def register(subparsers: Any) -> None:
     b.add_argument(
         "--no-pull",
         action="store_true",
-        help="do not try to pull a missing base image; make it with debootstrap",
+        help="never pull, not even a digest-pinned --base-image",
     )
     b.add_argument(
         "--context-dir",
@@ -84,8 +104,23 @@ def register(subparsers: Any) -> None:
 
     p = sub.add_parser("base", help="provision the base image only (reuse, pull or debootstrap)")
     _common(p)
-    p.add_argument("--no-pull", action="store_true", help="do not try to pull it")
+    p.add_argument(
+        "--no-pull", action="store_true", help="never pull, not even a digest-pinned base"
+    )
     p.set_defaults(func=cmd_base)
+
+    m = sub.add_parser(
+        "manifest",
+        help="print an image's file manifest (path, kind, mode, owner, sha256), sorted",
+        description=(
+            "One tab-separated line per entry of the image's file system: kind, mode, uid:gid, "
+            "sha256 of the content (or of a symlink's target), path. Diff two manifests to "
+            "compare builds or releases. Left out: /etc/hosts, /etc/hostname, "
+            "/etc/resolv.conf, /etc/mtab (the engine writes them into every container)."
+        ),
+    )
+    m.add_argument("image", metavar="IMAGE", help="a local image (name, tag or id)")
+    m.set_defaults(func=cmd_manifest)
 
     w = sub.add_parser("wheelhouse", help="prepare the hash-pinned ./wheelhouse only")
     _common(w)
@@ -104,7 +139,16 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--base-image",
         default=DEFAULT_BASE_IMAGE,
-        help=f"FROM image with python3, venv and pip (default {DEFAULT_BASE_IMAGE})",
+        help=(
+            f"FROM image with python3 (default {DEFAULT_BASE_IMAGE}, made locally). Pulled only "
+            "when pinned by digest (NAME@sha256:...); otherwise used if present, else made "
+            "with debootstrap"
+        ),
+    )
+    p.add_argument(
+        "--debian-mirror",
+        metavar="URL",
+        help="Debian mirror for debootstrap when the base image is made (default: debootstrap's)",
     )
 
 
@@ -119,9 +163,11 @@ def options_from_args(args: argparse.Namespace, environ: dict[str, str]) -> job.
     from buildtool.images import job
     from buildtool.images.build import BuildOptions
     from buildtool.images.context import default_context_dir, default_local_cache
+    from buildtool.images.push import check_prefix
     from buildtool.images.targets import parse_targets
 
     workspace = _workspace(args)
+    push = check_prefix(args.push) if args.push else None
     cache_home = Path(environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     context_dir = args.context_dir or default_context_dir(workspace, cache_home)
     build = BuildOptions(
@@ -138,6 +184,10 @@ def options_from_args(args: argparse.Namespace, environ: dict[str, str]) -> job.
         cache_to=tuple(args.cache_to),
         no_cache=args.no_cache,
         allow_pull=not args.no_pull,
+        debian_mirror=args.debian_mirror,
+        push=push,
+        labels=tuple(args.label),
+        cache_from_pushed=args.cache_from_pushed,
     )
     return job.JobOptions(
         build=build,
@@ -151,17 +201,18 @@ def cmd_build(args: argparse.Namespace) -> int:
     from buildtool.images import base, client, job, wheelhouse
     from buildtool.images.build import BuildError
     from buildtool.images.local import LocalBuildError
+    from buildtool.images.push import PushError
     from buildtool.images.ui import ConsoleReporter
 
     try:
         options = options_from_args(args, dict(os.environ))
-    except ValueError as exc:
+    except (ValueError, PushError) as exc:
         print(f"buildtool images build: {exc}", file=sys.stderr)
         return EXIT_USAGE
     with ConsoleReporter() as report:
         try:
             result = job.run(options, report)
-        except (BuildError, LocalBuildError) as exc:
+        except (BuildError, LocalBuildError, PushError) as exc:
             report.done()
             print(f"buildtool images build: {exc}", file=sys.stderr)
             return EXIT_FAILED
@@ -209,7 +260,9 @@ def cmd_base(args: argparse.Namespace) -> int:
     with ConsoleReporter() as report:
         try:
             found = client.find_client(dict(os.environ))
-            spec = base.BaseImageSpec(name=args.base_image, allow_pull=not args.no_pull)
+            spec = base.BaseImageSpec(
+                name=args.base_image, allow_pull=not args.no_pull, mirror=args.debian_mirror
+            )
             action = base.ensure_base_image(eng, found.binary, spec, report)
         except (client.NoBuildkitClient, base.BaseImageError) as exc:
             report.done()
@@ -238,4 +291,27 @@ def cmd_wheelhouse(args: argparse.Namespace) -> int:
             report.done()
             print(f"buildtool images wheelhouse: {exc}", file=sys.stderr)
             return EXIT_USAGE
+    return 0
+
+
+def cmd_manifest(args: argparse.Namespace) -> int:
+    import docker.errors
+
+    from buildtool.images import engine, manifest
+
+    eng = engine.connect(None, dict(os.environ))
+    if eng is None:
+        where = os.environ.get("DOCKER_HOST") or "the default socket"
+        print(f"buildtool images manifest: no Docker engine reachable at {where}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        entries = manifest.of_image(eng.sdk, args.image)
+    except docker.errors.ImageNotFound:
+        print(f"buildtool images manifest: no local image {args.image}", file=sys.stderr)
+        return EXIT_USAGE
+    finally:
+        eng.close()
+    sys.stdout.write("".join(entry.line() + "\n" for entry in entries))
+    files = sum(1 for e in entries if e.kind in "fh")
+    print(f"{args.image}: {len(entries)} entries, {files} files", file=sys.stderr)
     return 0

@@ -119,3 +119,21 @@ def find_client(base_env: dict[str, str], run: Runner = _run) -> BuildkitClient:
             "docker.io client (its `docker build` has BuildKit built in)"
         )
     return client
+
+
+def builder_driver(
+    client: BuildkitClient, builder: str | None, base_env: dict[str, str], run: Runner = _run
+) -> str | None:
+    """The buildx builder's driver (`docker`, `docker-container`, `remote`, ...); None for the
+    built-in client (which always builds in the engine, seeing its local images)."""
+    if client.kind != "buildx":
+        return None
+    argv = [client.binary, "buildx", "inspect", *([builder] if builder else [])]
+    rc, out = run(argv, base_env)
+    if rc != 0:
+        return None
+    for line in out.splitlines():
+        key, _, value = line.partition(":")
+        if key.strip() == "Driver":
+            return value.strip()
+    return None

@@ -51,11 +51,27 @@ class Engine:
 
     def pull(self, name: str) -> None:
         """Pull `name`; raises `docker.errors.APIError` (or a connection error) on failure."""
-        repository, _, tag = name.rpartition(":") if ":" in name.split("/")[-1] else (name, "", "")
-        self._client.images.pull(repository, tag=tag or "latest")
+        repository, tag = split_reference(name)
+        self._client.images.pull(repository, tag=tag)
 
     def close(self) -> None:
         self._client.close()
+
+
+def split_reference(name: str) -> tuple[str, str]:
+    """`repo:tag` -> (repo, tag); `repo[:tag]@sha256:…` -> (repo, digest): a digest wins (the
+    engine pulls by digest and ignores a tag beside it); no tag -> `latest`."""
+    if "@" in name:
+        repository, _, digest = name.partition("@")
+        last = repository.split("/")[-1]
+        if ":" in last:
+            repository = repository[: len(repository) - len(last)] + last.split(":", 1)[0]
+        return repository, digest
+    last = name.split("/")[-1]
+    if ":" in last:
+        repository, _, tag = name.rpartition(":")
+        return repository, tag
+    return name, "latest"
 
 
 def connect(

@@ -7,8 +7,17 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from buildtool import fsutil
-from buildtool.images import base, client, context, local, wheelhouse
-from buildtool.images.build import BuildOptions, ImageResult, build_env, build_one, check_options
+from buildtool.images import base, client, context, local, push, wheelhouse
+from buildtool.images.build import (
+    BuildOptions,
+    ImageResult,
+    build_env,
+    build_one,
+    check_base_visible,
+    check_options,
+    stage_cache_tag,
+    stages_for,
+)
 from buildtool.images.engine import Engine, connect
 from buildtool.images.ui import Reporter
 
@@ -92,8 +101,14 @@ def _run_buildkit(
     found = client.find_client(env)
     report.line(f"BuildKit client: {found.describe()}")
     check_options(found, opts)
+    driver = client.builder_driver(found, opts.builder, env)
+    if driver is not None:
+        report.line(f"buildx builder driver: {driver}")
+    check_base_visible(driver, opts.base_image)
 
-    spec = base.BaseImageSpec(name=opts.base_image, allow_pull=opts.allow_pull)
+    spec = base.BaseImageSpec(
+        name=opts.base_image, allow_pull=opts.allow_pull, mirror=opts.debian_mirror
+    )
     base.ensure_base_image(engine, found.binary, spec, report)
 
     python = options.python_version or cached_python_version(
@@ -118,7 +133,24 @@ def _run_buildkit(
         for target in opts.targets:
             report.line(f"building {target} ...")
             results.append(build_one(found, opts, target, benv, report))
+        stage_results = []
+        if opts.push and found.kind != "buildx":  # buildx exports every stage (mode=max)
+            for stage in stages_for(opts.targets):
+                local = stage_cache_tag(opts.tag_prefix, stage, opts.tag)
+                report.line(f"building {stage} (its cache goes with --push) ...")
+                stage_results.append(build_one(found, opts, stage, benv, report, tag=local))
     sized = tuple(replace(r, size_bytes=engine.image_size(r.tag)) for r in results)
+    if opts.push:
+        push.push_all(
+            engine,
+            sized,
+            stage_results,
+            opts.push,
+            opts.tag,
+            opts.base_image,
+            report,
+            opts.log_dir / "pushed.json",
+        )
     return JobResult("buildkit", found.describe(), sized)
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 SIDECARS: tuple[str, ...] = ("vllm", "sglang", "trtllm")
 TARGETS: tuple[str, ...] = tuple(f"sidecar-{name}" for name in SIDECARS)
 
-DEFAULT_BASE_IMAGE = "sidecar-forge/base:bookworm"
+DEFAULT_BASE_IMAGE = "sidecar-forge/base:bookworm-slim"
 DEFAULT_TAG_PREFIX = "sidecar-forge"
 DEFAULT_TAG = "dev"
 # Port the sidecar listens on inside each image (its default; EXPOSE and HEALTHCHECK use it).

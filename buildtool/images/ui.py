@@ -15,6 +15,9 @@ class Reporter(Protocol):
 
     def status(self, message: str) -> None: ...
 
+    def progress(self, message: str) -> None:
+        """A finished step: its own line where there is no live status (CI logs)."""
+
 
 class ConsoleReporter:
     """Milestones always; the live status only when stderr is a terminal (CI logs stay short)."""
@@ -25,6 +28,12 @@ class ConsoleReporter:
 
     def line(self, message: str) -> None:
         self.console.print(message, markup=False, soft_wrap=True)
+
+    def progress(self, message: str) -> None:
+        # on a terminal the live status shows the running step; elsewhere (CI logs) each
+        # finished step is a plain line, so a long build is never silent until the summary
+        if not self.console.is_terminal:
+            self.line(message)
 
     def status(self, message: str) -> None:
         if not self.console.is_terminal:
@@ -59,6 +68,10 @@ class ListReporter:
     def __init__(self) -> None:
         self.lines: list[str] = []
         self.statuses: list[str] = []
+        self.progress_lines: list[str] = []
+
+    def progress(self, message: str) -> None:
+        self.progress_lines.append(message)
 
     def line(self, message: str) -> None:
         self.lines.append(message)

@@ -9,8 +9,8 @@ requirement files with `--hash` pins, and the Dockerfile installs with
 
 Layout (under the build context, so a `RUN --mount=type=bind` can reach it):
     wheelhouse/*.whl
-    wheelhouse/runtime.txt   # what the sidecar images run with
-    wheelhouse/build.txt     # what the builder stages also need (pytest, setuptools, wheel)
+    wheelhouse/runtime.txt   # what the sidecar images run with ([project].dependencies only)
+    wheelhouse/build.txt     # what the builder stages also need (pip, blake3, pytest, setuptools)
     wheelhouse/inputs.sha256 # digest of everything above was made from; equal means reuse
 """
 
@@ -29,9 +29,12 @@ from pathlib import Path
 
 from buildtool.images.ui import Reporter
 
-# The builder stages run the helper's regression tests, build a wheel with setuptools and
-# install it with installer (buildtool.images.install).
+# The builder stages run the helper's regression tests (blake3 is the helper's hash), build a
+# wheel with setuptools and install it with installer (buildtool.images.install). pip's own
+# wheel runs the installs straight from the wheelhouse, so no venv needs pip inside it.
 BUILD_TOOLS: tuple[str, ...] = (
+    "pip",
+    "blake3",
     "pytest",
     "pytest-timeout",
     "hypothesis",

@@ -8,14 +8,15 @@ with the reason, unless SIDECAR_FORGE_REQUIRE_DOCKER=1 (CI), where that is a fai
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from images_support import ROOT, build_images
+from images_support import ROOT, build_images, selected_targets
 
 from buildtool.images.engine import Engine, connect
-from buildtool.images.targets import TARGETS, image_tag
+from buildtool.images.targets import image_tag
 
 HERE = Path(__file__).resolve().parent
 OPT_IN = "SIDECAR_FORGE_IMAGE_TESTS"
@@ -51,9 +52,15 @@ def engine() -> Iterator[Engine]:
 
 @pytest.fixture(scope="session")
 def sidecar_images(engine: Engine) -> dict[str, str]:
-    """The three images of this checkout (`buildtool images build`; cached after `nox -s build`)."""
-    build_images(ROOT)
-    tags = {target: image_tag(target) for target in TARGETS}
+    """The images of this checkout (`buildtool images build`; cached after `nox -s build`).
+
+    CI builds one sidecar per job: SIDECAR_FORGE_IMAGE_TARGETS (comma-separated, e.g. `vllm`)
+    picks which, SIDECAR_FORGE_IMAGE_BUILD_ARGS adds build options (the job's base image by
+    digest, its cache), so the fixture rebuilds nothing the job's `nox -s build` built."""
+    targets = selected_targets()
+    extra = shlex.split(os.environ.get("SIDECAR_FORGE_IMAGE_BUILD_ARGS", ""))
+    build_images(ROOT, *targets, *extra)
+    tags = {target: image_tag(target) for target in targets}
     for tag in tags.values():
         assert engine.image_exists(tag), tag
     return tags

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import os
 import shutil
 import subprocess
 import sys
@@ -15,8 +16,17 @@ import httpx
 from buildtool.images import plainlog
 from buildtool.images.context import top_level_whitelist
 from buildtool.images.engine import Engine
+from buildtool.images.targets import TARGETS, parse_targets
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def selected_targets() -> tuple[str, ...]:
+    """SIDECAR_FORGE_IMAGE_TARGETS (`vllm,sglang`), else all three images."""
+    names = [n for n in os.environ.get("SIDECAR_FORGE_IMAGE_TARGETS", "").split(",") if n.strip()]
+    return parse_targets([n.strip() for n in names]) if names else TARGETS
+
+
 BUILD_TIMEOUT_S = 900
 
 

@@ -9,7 +9,9 @@ import sys
 
 import pytest
 
+from buildtool.images import manifest
 from buildtool.images.engine import Engine
+from buildtool.images.targets import DEFAULT_BASE_IMAGE
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
@@ -31,18 +33,36 @@ def test_absent_base_is_bootstrapped_then_reused(engine: Engine) -> None:
     assert not engine.image_exists(name)
     try:
         first = provision(name)
-        assert "cannot be pulled" in first.stderr
+        assert "never pulled by a tag" in first.stderr and "pulling" not in first.stderr
         assert "debootstrap: downloading packages" in first.stderr  # progress by phase
         assert first.stdout.strip() == f"{name}: bootstrapped with debootstrap"
         assert engine.image_exists(name)
-        out = engine.sdk.containers.run(
-            name,
-            ["python3", "-c", "import venv, ensurepip, sys; print(sys.version_info[:2])"],
-            remove=True,
-            network_disabled=True,
+        script = (
+            "python3 -m venv --without-pip /tmp/v && /tmp/v/bin/python -c "
+            "'import sys; print(sys.version_info[:2])' && "
+            "(python3 -m pip --version >/dev/null 2>&1 && echo pip || echo no-pip) && "
+            "find /usr/share/man /usr/share/locale -mindepth 1 | wc -l && "
+            "find /usr/share/doc -type f ! -name copyright | wc -l && cut -d: -f3 /etc/shadow"
         )
-        assert bytes(out).decode().strip() == "(3, 11)"
+        out = engine.sdk.containers.run(
+            name, ["sh", "-c", script], remove=True, network_disabled=True
+        )
+        version, pip, manuals, docs, *days = bytes(out).decode().splitlines()
+        assert version == "(3, 11)"
+        assert pip == "no-pip"  # venvs are made --without-pip; pip runs from the wheelhouse
+        assert (manuals, docs) == ("0", "0")  # slim: no manuals, translations, docs
+        assert set(days) == {"19000"}  # fixed, not the day debootstrap ran
         image_id = engine.image_id(name)
+        if engine.image_exists(DEFAULT_BASE_IMAGE):
+            # two debootstraps (another run, maybe another machine) hold the same files, unless
+            # the Debian mirror published new package versions in between
+            ours = manifest.of_image(engine.sdk, name)
+            theirs = manifest.of_image(engine.sdk, DEFAULT_BASE_IMAGE)
+            differing = manifest.differences(ours, theirs)
+            versus = f"compared with {DEFAULT_BASE_IMAGE}"
+            print(f"base: {len(ours)} entries {versus}, {len(differing)} differ")
+            if not _packages_differ(engine, name):
+                assert differing == [], "\n".join(differing[:20])
 
         again = provision(name)
         assert again.stdout.strip() == f"{name}: present"
@@ -51,3 +71,12 @@ def test_absent_base_is_bootstrapped_then_reused(engine: Engine) -> None:
     finally:
         if engine.image_exists(name):
             engine.sdk.images.remove(name, force=True)
+
+
+def _packages_differ(engine: Engine, name: str) -> bool:
+    query = ["dpkg-query", "-W", "-f", "${Package} ${Version}\\n"]
+    listed = [
+        bytes(engine.sdk.containers.run(image, query, remove=True, network_disabled=True))
+        for image in (name, DEFAULT_BASE_IMAGE)
+    ]
+    return listed[0] != listed[1]

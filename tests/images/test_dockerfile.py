@@ -129,9 +129,11 @@ def test_a_new_builder_stage_that_bypasses_the_helper_is_caught() -> None:
 
 def test_a_cache_mount_in_a_non_builder_stage_makes_it_a_builder() -> None:
     sneaky = TEXT.replace(
-        "RUN groupadd",
-        "RUN --mount=type=cache,id=wheels,target=/w pip wheel -w /w /src\nRUN groupadd",
+        "RUN echo 'sidecar:x:10001:'",
+        "RUN --mount=type=cache,id=wheels,target=/w pip wheel -w /w /src\n"
+        "RUN echo 'sidecar:x:10001:'",
         1,
     )
+    assert sneaky != TEXT
     problems = df.check(sneaky)
     assert any("stage runtime-base" in p for p in problems), problems

@@ -21,7 +21,7 @@ from buildtool.images import client as bk
 from buildtool.images.artifact import MARKER, REUSED
 from buildtool.images.build import BuildOptions, build_argv, build_env, run_build
 from buildtool.images.engine import Engine
-from buildtool.images.targets import TARGETS, image_tag
+from buildtool.images.targets import DEFAULT_BASE_IMAGE, TARGETS, image_tag
 from buildtool.images.ui import ListReporter
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -135,7 +135,7 @@ def _direct_build(engine: Engine, ws: Path, dockerfile: str, tag: str) -> None:
         context_dir=ws,
         log_dir=ws / ".reports" / "images",
         targets=("sidecar-vllm",),
-        base_image="sidecar-forge/base:bookworm",
+        base_image=DEFAULT_BASE_IMAGE,
         tag_prefix=PREFIX,
         tag=tag,
     )
