@@ -8,17 +8,18 @@ docs/testing.md.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import tempfile
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
-from _pytest.runner import CallInfo
 
 from buildtool.isolation import rewrite_scope
 from buildtool.isolation.child import ChildRequest
@@ -26,9 +27,22 @@ from buildtool.isolation.environ import MODE_VARIABLES, child_environ, describe
 from buildtool.isolation.events import ChildReporter, read_events
 from buildtool.isolation.launch import IsolationError, Launcher, Launchers, default_launcher
 from buildtool.isolation.spec import MARKER, VARIANT_ARG, IsolationSpec, spec_for, variants_of
-from buildtool.isolation.verdict import Verdict, classify
+from buildtool.isolation.verdict import Verdict, classify, is_subtest
 
 MODE_MARKER = "parser_mode_independent"
+
+
+class IsolationWarning(pytest.PytestWarning):
+    """The isolation plugin changed how it runs (e.g. the fork server gave way to spawn)."""
+
+
+def _warn(message: str) -> None:
+    # Under -W error the warning raises: the terminal summary line says it too, and the test
+    # that happened to meet it is not at fault.
+    with contextlib.suppress(Warning):
+        warnings.warn(IsolationWarning(message), stacklevel=2)
+
+
 OUTPUT_LIMIT = 20_000  # characters of child output attached to a report
 
 
@@ -201,6 +215,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if state is None or state.count == 0:
         return
     line = f"isolated: {state.count} tests in child processes ({state.settings.launcher})"
+    if state.launchers is not None and state.launchers.fallback is not None:
+        line += f"; spawn used: the fork server could not start ({state.launchers.fallback})"
     started = state.launchers.started if state.launchers is not None else []
     if started:
         warm = sum(info.started_in for info in started)
@@ -270,7 +286,7 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
     reports = list(_isolated_reports(item, state))
     # The parent's own setup stack (fixtures of earlier tests): tear down what nextitem does not
     # share, as the normal protocol's teardown phase would.
-    teardown = CallInfo.from_call(
+    teardown = pytest.CallInfo.from_call(
         lambda: item.session._setupstate.teardown_exact(nextitem), when="teardown"
     )
     if teardown.excinfo is not None:
@@ -283,27 +299,28 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 
 
 def _skip_in_parent(item: pytest.Item) -> list[pytest.TestReport] | None:
-    """skip/skipif markers are decided here, in the parent, like a normal test's."""
-    from _pytest.skipping import evaluate_skip_marks
+    """An unconditional `skip` marker is a skip decided here: no child starts for it.
 
-    call = CallInfo.from_call(lambda: _raise_skip(item, evaluate_skip_marks), when="setup")
-    if call.excinfo is None:
+    (`skipif` conditions are evaluated in the child, under the test's environment, and its
+    skip is relayed like any report.) The report is the one pytest makes for a skip marker.
+    """
+    mark = item.get_closest_marker("skip")
+    if mark is None:
         return None
-    setup = item.ihook.pytest_runtest_makereport(item=item, call=call)
-    return [setup, _report(item, "teardown", "passed", None)]
-
-
-def _raise_skip(item: pytest.Item, evaluate: Any) -> None:
-    skipped = evaluate(item)
-    if skipped is not None:
-        raise pytest.skip.Exception(skipped.reason, _use_item_location=True)
+    reason = mark.kwargs.get("reason", mark.args[0] if mark.args else "unconditional skip")
+    path, line = item.reportinfo()[:2]
+    where = (os.fspath(path), (line or 0) + 1, f"Skipped: {reason}")
+    return [
+        _report(item, "setup", "skipped", where),
+        _report(item, "teardown", "passed", None),
+    ]
 
 
 def _report(
     item: pytest.Item,
     when: str,
     outcome: str,
-    longrepr: str | None,
+    longrepr: str | tuple[str, int, str] | None,
     sections: Sequence[tuple[str, str]] = (),
     duration: float = 0.0,
 ) -> pytest.TestReport:
@@ -333,7 +350,16 @@ def _launchers(state: _State, config: pytest.Config) -> Launchers:
     if state.launchers is None:
         s = state.settings
         state.launchers = Launchers(
-            s.launcher, _workdir(state), config.rootpath, list(s.preload), s.max_servers, s.snapshot
+            s.launcher,
+            _workdir(state),
+            config.rootpath,
+            list(s.preload),
+            s.max_servers,
+            s.snapshot,
+            on_fallback=lambda why: _warn(
+                f"isolated: the fork server could not start ({why}); "
+                "every isolated test of this run uses spawn instead"
+            ),
         )
     return state.launchers
 
@@ -418,11 +444,18 @@ def _verdict_reports(
     item: pytest.Item, verdict: Verdict, context: str, output: str, elapsed: float
 ) -> Iterator[pytest.TestReport]:
     config = item.config
-    if verdict.kind in ("passed", "failed"):
+    if verdict.relayed:
+        # The child's own reports, rebuilt by pytest's hook (subtest reports by the subtests
+        # plugin's), so every outcome reads and counts as it would in-process.
         for data in verdict.reports:
+            if isinstance(data.get("longrepr"), list):
+                # A skip's (path, line, reason) tuple, which JSON made a list (xdist's
+                # transport keeps tuples): pytest's terminal requires the tuple.
+                data = {**data, "longrepr": tuple(data["longrepr"])}
             report = config.hook.pytest_report_from_serializable(config=config, data=data)
             assert isinstance(report, pytest.TestReport)
-            report.sections.append(("isolated", context))
+            if not is_subtest(data):
+                report.sections.append(("isolated", context))
             yield report
         return
     # The child's output goes in the message itself: junit XML and -rf summaries keep it.
