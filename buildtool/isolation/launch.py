@@ -21,12 +21,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any
 
 from buildtool.isolation.child import ChildRequest
+from buildtool.isolation.settings import Launcher
 from buildtool.isolation.verdict import ChildExit
 
-Launcher = Literal["forkserver", "spawn"]
 SERVER_START_TIMEOUT = 180.0  # a cold warm-up on a loaded 2-core machine can take a while
 REPLY_TIMEOUT = 30.0
 
@@ -41,13 +41,6 @@ class ServerStartError(IsolationError):
     def __init__(self, summary: str, detail: str = "") -> None:
         super().__init__(f"fork server failed to start: {summary}{detail}")
         self.summary = summary if len(summary) <= 300 else summary[:297] + "..."
-
-
-def default_launcher() -> Launcher:
-    """Fork where fork is safe and cheap (Linux and the BSDs); spawn elsewhere (macOS, Windows)."""
-    if hasattr(os, "fork") and sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
-        return "forkserver"
-    return "spawn"
 
 
 def bytecode_cache(fallback: Path) -> Path:
