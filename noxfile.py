@@ -49,6 +49,7 @@ def _pytest(
 @nox.session(python="3.11")
 def test(session: nox.Session) -> None:
     """The whole suite, with the parser mode the caller's environment gives."""
+    session.install(*CONSTRAINTS, "pip")  # tests/isolation/test_real_suites.py: pip download
     _pytest(session, {})
 
 

@@ -3,7 +3,8 @@
 Directories whose tests cannot depend on the suite's parser mode (`DYN_PARSER_VERSION`, set by
 `nox -s test-v1` / `test-v2`) are marked `parser_mode_independent` here, with the reason; under
 `--parser-mode-only` (those two sessions) they are reported as skipped with that reason instead
-of re-running identically. See docs/testing.md, "Parser modes".
+of re-running identically. See docs/testing.md, "Parser modes". The option, the marker and
+the mode variables' inheritance live in the project plugin `parser_modes.py`, beside this file.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
+pytest_plugins = ["parser_modes"]
 
 HERE = Path(__file__).parent
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 # Variables a Python test process needs to find its interpreter, home and temp dir, and to
 # decode text the way the parent does. Nothing here can carry a credential by design.
@@ -18,29 +18,28 @@ ALLOWED_PREFIXES: tuple[str, ...] = ("LC_",)
 # Windows cannot start Python without these; harmless elsewhere.
 _WINDOWS_NAMES = frozenset({"SYSTEMROOT", "COMSPEC", "PATHEXT", "TEMP", "TMP", "WINDIR"})
 
-# The suite's parser mode (`nox -s test-v1` / `test-v2` set it for the whole run). They reach an
-# isolated test unless its marker sets them itself, so the mode sessions cover isolated tests too.
-MODE_VARIABLES: tuple[str, ...] = ("DYN_PARSER_VERSION", "DYN_ENABLE_EXPERIMENTAL_PARSERS_V2")
-
 # Never copied from the parent even when a name above would allow it (e.g. `LC_API_KEY`).
 _CREDENTIAL = re.compile(r"TOKEN|SECRET|PASSW|CREDENTIAL|API_?KEY|PRIVATE|AUTH|COOKIE|SESSION")
 
 EnvSpec = Mapping[str, str | None]
 
 
-def is_inherited(name: str) -> bool:
-    """Whether the parent's value of `name` is copied into every isolated child."""
+def is_inherited(name: str, extra: Collection[str] = ()) -> bool:
+    """Whether the parent's value of `name` is copied into every isolated child (`extra`: the
+    names the project's `isolated_inherit` adds; a credential-like name never is)."""
     upper = name.upper()
     if _CREDENTIAL.search(upper):
         return False
-    if name in ALLOWED_NAMES or name in MODE_VARIABLES or name.startswith(ALLOWED_PREFIXES):
+    if name in ALLOWED_NAMES or name in extra or name.startswith(ALLOWED_PREFIXES):
         return True
     return sys.platform == "win32" and upper in _WINDOWS_NAMES
 
 
-def child_environ(parent: Mapping[str, str], env: EnvSpec) -> dict[str, str]:
-    """The allowlisted part of `parent`, then `env` on top (a None value unsets the name)."""
-    result = {name: value for name, value in parent.items() if is_inherited(name)}
+def child_environ(
+    parent: Mapping[str, str], env: EnvSpec, extra: Collection[str] = ()
+) -> dict[str, str]:
+    """The allowlisted part of `parent` (and `extra`), then `env` on top (None unsets)."""
+    result = {name: value for name, value in parent.items() if is_inherited(name, extra)}
     for name, value in env.items():
         if value is None:
             result.pop(name, None)

@@ -106,6 +106,7 @@ class ChildReporter:
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         self.emit("start", nodeid=nodeid)
 
+    @pytest.hookimpl(trylast=True)  # after the terminal's status hooks have had their say
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         assert self._config is not None
         data = self._config.hook.pytest_report_to_serializable(config=self._config, report=report)

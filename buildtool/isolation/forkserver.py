@@ -266,8 +266,9 @@ def main(argv: list[str] | None = None) -> None:
                 "forking a threaded process is unsafe: drop that preload or use "
                 "--isolated-launcher=spawn"
             )
-    except BaseException:
-        _send(proto_out, error=traceback.format_exc())
+    except BaseException as exc:
+        summary = " ".join(str(exc).split()) or type(exc).__name__
+        _send(proto_out, error=summary, detail="\n" + traceback.format_exc())
         sys.exit(1)
     gc.collect()
     gc.freeze()  # children then neither scan nor copy the server's objects on collection

@@ -18,27 +18,29 @@ import sys
 import tempfile
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any
 
 from buildtool.isolation.child import ChildRequest
+from buildtool.isolation.settings import Launcher
 from buildtool.isolation.verdict import ChildExit
 
-Launcher = Literal["forkserver", "spawn"]
 SERVER_START_TIMEOUT = 180.0  # a cold warm-up on a loaded 2-core machine can take a while
 REPLY_TIMEOUT = 30.0
 
 
 class IsolationError(RuntimeError):
-    """The isolation machinery itself failed (not the test): e.g. a server that cannot start."""
+    """The isolation machinery itself failed (not the test): e.g. a server that stopped."""
 
 
-def default_launcher() -> Launcher:
-    """Fork where fork is safe and cheap (Linux and the BSDs); spawn elsewhere (macOS, Windows)."""
-    if hasattr(os, "fork") and sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
-        return "forkserver"
-    return "spawn"
+class ServerStartError(IsolationError):
+    """A fork server could not start; `summary` says why in one line."""
+
+    def __init__(self, summary: str, detail: str = "") -> None:
+        super().__init__(f"fork server failed to start: {summary}{detail}")
+        self.summary = summary if len(summary) <= 300 else summary[:297] + "..."
 
 
 def bytecode_cache(fallback: Path) -> Path:
@@ -188,13 +190,13 @@ class ForkServer:
             hello = self._lines.read(time.monotonic() + SERVER_START_TIMEOUT)
         except TimeoutError:
             self.close()
-            raise IsolationError(
-                f"fork server did not start within {SERVER_START_TIMEOUT:g} s{self._log_tail()}"
+            raise ServerStartError(
+                f"no answer within {SERVER_START_TIMEOUT:g} s", self._log_tail()
             ) from None
         if hello is None or "error" in hello:
             self.close()
-            detail = hello["error"] if hello else "it exited"
-            raise IsolationError(f"fork server failed to start: {detail}{self._log_tail()}")
+            summary = str(hello["error"]) if hello else "it exited"
+            raise ServerStartError(summary, str(hello.get("detail", "")) if hello else "")
         self.info = ServerInfo(int(hello["pid"]), int(hello["modules"]), time.monotonic() - started)
 
     def _log_tail(self) -> str:
@@ -264,8 +266,11 @@ class Launchers:
         preload: list[str],
         max_servers: int,
         snapshot: bool = True,
+        on_fallback: Callable[[str], None] | None = None,
     ) -> None:
         self.kind = kind
+        self.fallback: str | None = None  # why the fork server gave way to spawn, if it did
+        self._on_fallback = on_fallback
         self._snapshot = snapshot
         self._workdir = workdir
         self._root = project_root
@@ -277,10 +282,24 @@ class Launchers:
 
     def run(self, request: ChildRequest, timeout: float) -> tuple[ChildExit, str]:
         """Run the child; also say how (for messages)."""
-        if self.kind == "spawn":
-            return spawn_child(request, timeout, self._flags), "spawn"
-        server = self._server(request.env, request.cwd)
-        return server.run(request, timeout), f"fork server pid {server.info.pid}"
+        if self.kind == "forkserver":
+            try:
+                server = self._server(request.env, request.cwd)
+            except ServerStartError as exc:
+                # Found once per run: whatever stopped this server (a project module pytest
+                # itself imports, a preload) stops every other one too; no retry per test.
+                self._fall_back(exc.summary)
+            else:
+                return server.run(request, timeout), f"fork server pid {server.info.pid}"
+        how = "spawn" if self.fallback is None else "spawn (the fork server could not start)"
+        return spawn_child(request, timeout, self._flags), how
+
+    def _fall_back(self, summary: str) -> None:
+        self.kind = "spawn"
+        self.fallback = summary
+        self.close()
+        if self._on_fallback is not None:
+            self._on_fallback(summary)
 
     def _server(self, env: dict[str, str], cwd: str) -> ForkServer:
         key = tuple(sorted(env.items()))

@@ -35,7 +35,7 @@ from collections.abc import Callable
 from typing import Any, NoReturn, Protocol
 
 import pytest
-from _pytest.config import Config, PytestPluginManager
+from pytest import Config, PytestPluginManager
 
 from buildtool.isolation import prebuilt
 from buildtool.isolation.child import (

@@ -1,8 +1,12 @@
-"""Decide, from the child's event record and how it ended, whether the one test really passed.
+"""Decide, from the child's event record and how it ended, what the one test's outcome was.
 
-Pure: no processes, no files. A pass needs all of: the child collected exactly the parent's node
-id and nothing else, ran its setup, call and teardown, each passed (not skipped, not xfail),
-pytest finished the session with status 0 and the process exited 0 on its own.
+Pure: no processes, no files. The child's own reports are relayed (whatever their outcome:
+passed, failed, skipped, xfailed, xpassed, errors in setup or teardown, subtests) only when the
+record proves the child ran exactly this test, all of it: the child collected exactly the
+parent's node id and nothing else; every report it wrote is this test's; setup, at most one
+call and teardown each reported once (a call unless setup failed or skipped); pytest finished
+the session with the status those reports imply (1 when one failed, else 0) and the process
+exited with that status on its own. Anything else is a failure of its own kind.
 """
 
 from __future__ import annotations
@@ -14,9 +18,12 @@ from typing import Any, Literal
 
 from buildtool.isolation.events import Event
 
+# What a child's relayed reports add up to (as pytest's terminal would name the test).
+Outcome = Literal["passed", "failed", "skipped", "xfailed", "xpassed"]
+RELAYED: tuple[Outcome, ...] = ("passed", "failed", "skipped", "xfailed", "xpassed")
+
 Kind = Literal[
-    "passed",
-    "failed",  # the test ran and failed (or errored) in the child: its own reports say why
+    Outcome,
     "timed out",
     "killed by signal",
     "damaged record",
@@ -25,9 +32,6 @@ Kind = Literal[
     "deselected",
     "not found",
     "several matched",
-    "skipped",
-    "xfailed",
-    "xpassed",
     "several ran",
     "exited during the test",
     "exit status",
@@ -52,6 +56,11 @@ class Verdict:
     def passed(self) -> bool:
         return self.kind == "passed"
 
+    @property
+    def relayed(self) -> bool:
+        """The child ran exactly this test: its reports stand as the test's outcome."""
+        return self.kind in RELAYED
+
 
 def signal_name(number: int) -> str:
     try:
@@ -60,11 +69,27 @@ def signal_name(number: int) -> str:
         return f"signal {number}"
 
 
-def _skip_reason(report: dict[str, Any]) -> str:
-    longrepr = report.get("longrepr")
-    if isinstance(longrepr, list | tuple) and len(longrepr) == 3:
-        return str(longrepr[2])
-    return str(longrepr or report.get("wasxfail") or "no reason given")
+def is_subtest(report: dict[str, Any]) -> bool:
+    """A subtest's report (pytest's `subtests` fixture, unittest's `subTest`): a call-phase
+    report of its own, counted as a subtest, not as another run of the test."""
+    return report.get("_report_type") == "SubTestReport"
+
+
+def counts_as_failure(report: dict[str, Any]) -> bool:
+    """Whether pytest's session counts the report as a failure (its exit status is then 1)."""
+    return report.get("outcome") == "failed" and "wasxfail" not in report
+
+
+def outcome_of(reports: Sequence[dict[str, Any]]) -> Outcome:
+    """What the test's reports add up to, as pytest's terminal names a test."""
+    if any(counts_as_failure(r) for r in reports):
+        return "failed"
+    for report in reports:
+        if "wasxfail" in report and not is_subtest(report):
+            return "xfailed" if report.get("outcome") == "skipped" else "xpassed"
+    if any(r.get("outcome") == "skipped" and not is_subtest(r) for r in reports):
+        return "skipped"
+    return "passed"
 
 
 def _phase(events: Sequence[Event], nodeid: str) -> str:
@@ -141,33 +166,24 @@ def classify(
         return fail("not found", f"the child collected {collected[0]} instead of {nodeid}")
 
     reports = [e["data"] for e in events if e.get("event") == "report"]
-    calls = [r for r in reports if r.get("when") == "call"]
-    if len(calls) > 1:
-        return fail("several ran", f"{len(calls)} call phases ran in the child")
-    mine = {r.get("when"): r for r in reports if r.get("nodeid") == nodeid}
+    others = sorted({str(r.get("nodeid")) for r in reports if r.get("nodeid") != nodeid})
+    if others:
+        return fail("several ran", f"the child also reported on {', '.join(others[:10])}")
+    phases = [r for r in reports if not is_subtest(r)]
+    whens = [r.get("when") for r in phases]
+    calls = whens.count("call")
+    if calls > 1:
+        return fail("several ran", f"{calls} call phases ran in the child")
+    if whens.count("setup") > 1 or whens.count("teardown") > 1:
+        return fail("several ran", f"the child reported the phases {whens}")
+    mine = {r.get("when"): r for r in phases}
     setup, call, teardown = mine.get("setup"), mine.get("call"), mine.get("teardown")
-    relay = tuple(r for r in (setup, call, teardown) if r is not None)
-
     if setup is None:
         return fail(
             "exited before running",
             f"exited before running the test ({_phase(events, nodeid)}, {_exit_text(child)})",
         )
-    if setup.get("outcome") == "failed":
-        return Verdict("failed", "error in setup (in the child)", relay)
-    for report in (setup, call):
-        if report is None:
-            continue
-        outcome, xfail = report.get("outcome"), report.get("wasxfail")
-        if outcome == "skipped":
-            if xfail is not None:
-                return fail("xfailed", f"xfailed in the child: {_skip_reason(report)}")
-            return fail("skipped", f"skipped in the child: {_skip_reason(report)}")
-        if outcome == "failed":
-            return Verdict("failed", "failed (in the child)", relay)
-        if outcome == "passed" and xfail is not None:
-            return fail("xpassed", f"unexpectedly passed an xfail test in the child: {xfail}")
-    if call is None:
+    if call is None and setup.get("outcome") == "passed":
         return fail(
             "exited during the test",
             f"exited without reporting a call phase ({_phase(events, nodeid)}, "
@@ -178,8 +194,6 @@ def classify(
             "exited during the test",
             f"exited before its teardown reported ({_phase(events, nodeid)}, {_exit_text(child)})",
         )
-    if teardown.get("outcome") == "failed":
-        return Verdict("failed", "error in teardown (in the child)", relay)
     finish = [e for e in events if e.get("event") == "finish"]
     if not finish:
         return fail(
@@ -187,10 +201,11 @@ def classify(
             f"exited after the test before pytest finished ({_exit_text(child)})",
         )
     status = int(finish[-1].get("exitstatus", -1))
-    if status != 0 or child.returncode != 0:
+    expected = 1 if any(counts_as_failure(r) for r in reports) else 0
+    if status != expected or child.returncode != expected:
         return fail(
             "exit status",
-            f"the test passed but the child's pytest finished with status {status} and the "
-            f"process with {_exit_text(child)}",
+            f"the test's reports mean exit status {expected}, but the child's pytest finished "
+            f"with status {status} and the process with {_exit_text(child)}",
         )
-    return Verdict("passed", "", relay)
+    return Verdict(outcome_of(reports), "", tuple(reports))

@@ -1,4 +1,4 @@
-"""The child's environment: allowlist, credentials never copied, None unsets, mode inherited."""
+"""The child's environment: allowlist (+ isolated_inherit), no credentials, None unsets."""
 
 from __future__ import annotations
 
@@ -25,8 +25,12 @@ PARENT = {
 }
 
 
-def test_allowlist_and_mode_variables_only() -> None:
-    env = child_environ(PARENT, {})
+def test_allowlist_only_without_isolated_inherit() -> None:
+    assert "DYN_PARSER_VERSION" not in child_environ(PARENT, {})
+
+
+def test_allowlist_and_the_inherited_names_only() -> None:
+    env = child_environ(PARENT, {}, extra=("DYN_PARSER_VERSION", "GITHUB_TOKEN"))
     assert set(env) == {
         "PATH",
         "HOME",
@@ -53,7 +57,7 @@ def test_marker_env_wins_and_none_unsets() -> None:
     assert env["DYN_PARSER_VERSION"] == "2"
     assert "HOME" not in env
     assert env["EXTRA"] == "x"
-    unset = child_environ(PARENT, {"DYN_PARSER_VERSION": None})
+    unset = child_environ(PARENT, {"DYN_PARSER_VERSION": None}, extra=("DYN_PARSER_VERSION",))
     assert "DYN_PARSER_VERSION" not in unset
 
 

@@ -8,6 +8,7 @@ failure is caused by what the child did and nothing else.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -63,81 +64,160 @@ def test_control():
 """
 
 
-def test_skipped_in_the_child(pytester: pytest.Pytester) -> None:
-    rec = run_inner(
-        pytester,
-        """
-@pytest.mark.isolated()
-def test_broken():
-    pytest.skip("no backend in this environment")
-"""
-        + CONTROL,
-    )
-    text = assert_kind(rec, "test_broken", "skipped", "no backend in this environment")
-    assert "1 skipped" in text.split("--- isolated child output ---")[1]  # the child's own words
-    assert_control_passed(rec)
+OUTCOMES = """
+import unittest
+
+import pytest
 
 
-def test_skipif_true_only_in_the_child_environment(pytester: pytest.Pytester) -> None:
-    rec = run_inner(
-        pytester,
-        """
-@pytest.mark.isolated(env={"TRIGGER": "on"})
-@pytest.mark.skipif("os.environ.get('TRIGGER') == 'on'", reason="trigger is on")
-def test_broken():
+@pytest.fixture
+def broken_setup():
+    raise RuntimeError("fixture could not start")
+
+
+@pytest.fixture
+def broken_teardown():
+    yield
+    raise RuntimeError("fixture could not stop")
+
+
+def test_passes():
     pass
-"""
-        + CONTROL,
-    )
-    assert_kind(rec, "test_broken", "skipped", "trigger is on")
-    assert_control_passed(rec)
 
 
-def test_a_skip_decided_in_the_parent_is_a_skip_and_starts_no_child(
-    pytester: pytest.Pytester,
-) -> None:
-    ran = pytester.path / "ran"
-    rec = run_inner(
-        pytester,
-        f"""
-@pytest.mark.isolated()
-@pytest.mark.skip(reason="documented: not on this platform")
-def test_skipped():
-    open({str(ran)!r}, "w").close()
-""",
-    )
-    rec.assertoutcome(skipped=1)
-    (skip,) = [r for r in rec.getreports("pytest_runtest_logreport") if r.skipped]
-    assert "documented: not on this platform" in str(skip.longrepr)
-    assert not ran.exists()
+def test_fails():
+    value = 41
+    assert value == 42
 
 
-def test_xfailed(pytester: pytest.Pytester) -> None:
-    rec = run_inner(
-        pytester,
-        """
-@pytest.mark.isolated()
+def test_skips_at_runtime():
+    pytest.skip("no backend in this environment")
+
+
+@pytest.mark.skipif("os.environ.get('TRIGGER') == 'on'", reason="trigger is on")
+def test_skipif_in_the_test_environment():
+    pass
+
+
 @pytest.mark.xfail(reason="known parser bug")
-def test_broken():
+def test_xfails():
     assert False
-"""
-        + CONTROL,
-    )
-    assert_kind(rec, "test_broken", "xfailed", "known parser bug")
-    assert_control_passed(rec)
 
 
-def test_xpassed(pytester: pytest.Pytester) -> None:
-    rec = run_inner(
-        pytester,
-        """
-@pytest.mark.isolated()
 @pytest.mark.xfail(reason="thought broken")
-def test_broken():
-    assert True
-""",
+def test_xpasses():
+    pass
+
+
+@pytest.mark.xfail(reason="thought broken, strictly", strict=True)
+def test_xpasses_strict():
+    pass
+
+
+def test_xfail_call():
+    pytest.xfail("decided at run time")
+
+
+def test_setup_error(broken_setup):
+    pass
+
+
+def test_teardown_error(broken_teardown):
+    pass
+
+
+def test_subtests(subtests):
+    for n in range(3):
+        with subtests.test(n=n):
+            assert n != 1
+
+
+class TestUnittest(unittest.TestCase):
+    def test_subtests_pass(self):
+        for n in range(4):
+            with self.subTest(n=n):
+                self.assertLess(n, 4)
+
+    def test_a_subtest_fails(self):
+        for n in range(2):
+            with self.subTest(n=n):
+                self.assertEqual(n, 0)
+"""
+
+MARK_ALL = """
+import os
+import pytest
+
+def pytest_collection_modifyitems(items):
+    if os.environ.get("ISOLATE_ALL") == "1":
+        for item in items:
+            item.add_marker(pytest.mark.isolated(env={"TRIGGER": "on"}))
+"""
+
+
+def _outcomes(rec: pytest.HookRecorder) -> list[tuple[str, str, str, bool, bool]]:
+    return [
+        (
+            r.nodeid,
+            r.when or "",
+            r.outcome,
+            hasattr(r, "wasxfail"),
+            type(r).__name__ != "TestReport",
+        )
+        for r in rec.getreports("pytest_runtest_logreport")
+    ]
+
+
+@pytest.mark.parametrize("launcher", ["forkserver", "spawn"])
+def test_every_outcome_is_the_in_process_one(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, launcher: str
+) -> None:
+    pytester.makeconftest(MARK_ALL)
+    pytester.makepyfile(test_inner="import os\n" + OUTCOMES)
+    monkeypatch.setenv("TRIGGER", "on")
+    in_process = pytester.inline_run(
+        "-p", "no:isolated", "-W", "ignore::pytest.PytestUnknownMarkWarning"
     )
-    assert_kind(rec, "test_broken", "xpassed", "thought broken")
+    monkeypatch.delenv("TRIGGER")  # the isolated tests get it from their marker
+    monkeypatch.setenv("ISOLATE_ALL", "1")
+    isolated = pytester.inline_run(f"--isolated-launcher={launcher}")
+    assert _outcomes(isolated) == _outcomes(in_process)
+    counts = in_process.listoutcomes()
+    assert [len(c) for c in isolated.listoutcomes()] == [len(c) for c in counts]
+    reports = {
+        (r.nodeid.split("::")[-1], r.when): r
+        for r in isolated.getreports("pytest_runtest_logreport")
+    }
+    # Failure text is pytest's own (the child's traceback), never a raw report.
+    fails = reports[("test_fails", "call")].longreprtext
+    assert "assert 41 == 42" in fails and "isolated child did not pass" not in fails
+    assert "fixture could not start" in reports[("test_setup_error", "setup")].longreprtext
+    assert "fixture could not stop" in reports[("test_teardown_error", "teardown")].longreprtext
+    assert "XPASS(strict)" in reports[("test_xpasses_strict", "call")].longreprtext
+    xfailed = reports[("test_xfails", "call")]
+    assert xfailed.skipped and "known parser bug" in xfailed.wasxfail
+    skipped = reports[("test_skipif_in_the_test_environment", "setup")]
+    assert skipped.skipped and "trigger is on" in str(skipped.longrepr)
+
+
+def test_the_terminal_counts_outcomes_and_subtests_as_in_process(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeconftest(MARK_ALL)
+    pytester.makepyfile(test_inner="import os\n" + OUTCOMES)
+    monkeypatch.setenv("TRIGGER", "on")
+    subtests = ("-o", "verbosity_subtests=1")  # count passed subtests too
+    plain = pytester.runpytest(
+        *subtests, "-p", "no:isolated", "-W", "ignore::pytest.PytestUnknownMarkWarning"
+    )
+    monkeypatch.delenv("TRIGGER")
+    monkeypatch.setenv("ISOLATE_ALL", "1")
+    isolated = pytester.runpytest(*subtests, "-rA")
+    summary = pytest.RunResult.parse_summary_nouns
+    assert summary(isolated.outlines) == summary(plain.outlines)
+    assert summary(plain.outlines)["subtests"] == 7  # "7 subtests passed": 2 + 4 + 1
+    text = isolated.stdout.str()
+    assert "{'" not in text and "'longrepr':" not in text  # no raw report anywhere
 
 
 DESELECTING_CONFTEST = """
@@ -347,35 +427,6 @@ def test_broken():
     assert_control_passed(rec)
 
 
-def test_a_real_failure_is_relayed_with_the_child_traceback(pytester: pytest.Pytester) -> None:
-    rec = run_inner(
-        pytester,
-        """
-@pytest.fixture
-def broken_fixture():
-    raise RuntimeError("fixture could not start")
-
-@pytest.mark.isolated()
-def test_fails():
-    value = 41
-    assert value == 42
-
-@pytest.mark.isolated()
-def test_errors(broken_fixture):
-    pass
-""",
-    )
-    failed = call_report(rec, "test_fails")
-    assert failed.failed and "assert 41 == 42" in failed.longreprtext
-    assert "isolated child did not pass" not in failed.longreprtext
-    (setup_error,) = [
-        r
-        for r in rec.getreports("pytest_runtest_logreport")
-        if r.nodeid.endswith("test_errors") and r.when == "setup"
-    ]
-    assert setup_error.failed and "fixture could not start" in setup_error.longreprtext
-
-
 def test_invalid_marker_arguments_fail_naming_the_test(pytester: pytest.Pytester) -> None:
     rec = run_inner(
         pytester,
@@ -396,7 +447,7 @@ def test_terminal_summary_names_the_kind(pytester: pytest.Pytester) -> None:
         + """
 @pytest.mark.isolated()
 def test_broken():
-    pytest.skip("reason shown")
+    os._exit(0)
 """
     )
     result = pytester.runpytest("-rf")
@@ -430,7 +481,33 @@ def test_leaves_a_process():
     assert _gone(pid)
 
 
-def test_a_server_whose_preload_starts_a_thread_refuses_to_fork(
+TWO_TESTS = """
+@pytest.mark.isolated()
+def test_x():
+    assert os.environ.get("PYTEST_XDIST_WORKER") is None
+
+@pytest.mark.isolated(env={"OTHER": "1"})  # another environment: another server, were it not
+def test_y():
+    assert os.environ["OTHER"] == "1"
+"""
+
+
+def assert_fell_back_once(rec: pytest.HookRecorder, *fragments: str) -> None:
+    """Both tests ran (by spawn) and passed; one warning line said why, once for the run."""
+    rec.assertoutcome(passed=2)
+    calls = rec.getcalls("pytest_warning_recorded")
+    messages = [str(c.warning_message.message) for c in calls]
+    fallback = [m for m in messages if "the fork server could not start" in m]
+    assert len(fallback) == 1, messages
+    assert "\n" not in fallback[0] and "uses spawn instead" in fallback[0]
+    for fragment in fragments:
+        assert fragment in fallback[0]
+    for report in rec.getreports("pytest_runtest_logreport"):
+        if report.when == "call":
+            assert "launcher: spawn (the fork server could not start)" in report.sections[-1][1]
+
+
+def test_a_server_whose_preload_starts_a_thread_falls_back_to_spawn_once(
     pytester: pytest.Pytester,
     tmp_path_factory: pytest.TempPathFactory,
     monkeypatch: pytest.MonkeyPatch,
@@ -442,18 +519,31 @@ def test_a_server_whose_preload_starts_a_thread_refuses_to_fork(
     )
     monkeypatch.setenv("PYTHONPATH", str(outside))
     pytester.makeini("[pytest]\nisolated_preload = threaded_lib\n")
-    rec = run_inner(pytester, "@pytest.mark.isolated()\ndef test_x():\n    pass\n")
-    (error,) = [r for r in rec.getreports("pytest_runtest_logreport") if r.failed]
-    assert "fork server failed to start" in error.longreprtext
-    assert "has threads" in error.longreprtext
+    rec = run_inner(pytester, TWO_TESTS)
+    assert_fell_back_once(rec, "has threads")
 
 
-def test_a_server_refuses_to_preload_a_project_module(pytester: pytest.Pytester) -> None:
+def test_a_server_that_would_preload_a_project_module_falls_back_to_spawn_once(
+    pytester: pytest.Pytester,
+) -> None:
     pytester.makepyfile(project_settings="import os\nMODE = os.environ.get('DYN_PARSER_VERSION')\n")
     pytester.makeini("[pytest]\npythonpath = .\nisolated_preload = project_settings\n")
-    rec = run_inner(pytester, "@pytest.mark.isolated()\ndef test_x():\n    pass\n")
-    (error,) = [r for r in rec.getreports("pytest_runtest_logreport") if r.failed]
-    assert "'project_settings' is a project module" in error.longreprtext
+    rec = run_inner(pytester, TWO_TESTS)
+    assert_fell_back_once(rec, "'project_settings' is a project module")
+
+
+def test_a_project_pytest_itself_imports_falls_back_to_spawn_once(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # As for pluggy's own suite: the project is a package pytest itself imports (here a copy
+    # of iniconfig on the project's path), so the server, which imports pytest, cannot keep
+    # project modules out, and says so.
+    import iniconfig
+
+    shutil.copytree(Path(iniconfig.__file__).parent, pytester.path / "iniconfig")
+    monkeypatch.setenv("PYTHONPATH", str(pytester.path))  # for the server and the children
+    rec = run_inner(pytester, TWO_TESTS)
+    assert_fell_back_once(rec, "imported project modules", "iniconfig")
 
 
 def test_a_hung_child_does_not_outlive_a_killed_parent(pytester: pytest.Pytester) -> None:

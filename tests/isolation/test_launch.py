@@ -8,19 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from buildtool.isolation import launch
+from buildtool.isolation import launch, settings
 from buildtool.isolation.forkserver import project_modules
-from buildtool.isolation.plugin import _passthrough
+from buildtool.isolation.settings import _passthrough
 
 
 def test_fork_server_where_fork_is_safe_spawn_elsewhere(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sys, "platform", "linux")
-    assert launch.default_launcher() == "forkserver"
+    assert settings.default_launcher() == "forkserver"
     monkeypatch.setattr(sys, "platform", "darwin")
-    assert launch.default_launcher() == "spawn"
+    assert settings.default_launcher() == "spawn"
     monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.delattr(os, "fork")
-    assert launch.default_launcher() == "spawn"
+    assert settings.default_launcher() == "spawn"
 
 
 def test_no_bytecode_parent_gives_children_a_private_cache(tmp_path: Path) -> None:

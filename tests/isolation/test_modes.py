@@ -1,9 +1,11 @@
-"""Parser modes and the marker: session mode inherited, explicit env wins, documented skips.
-
-Also the variant ids, marker merging, and the plugin under pytest-xdist.
+"""Parser modes (the project plugin tests/parser_modes.py) and the marker: session mode
+inherited, explicit env wins, documented skips. Also the variant ids, marker merging, the plugin
+under pytest-xdist, and the plugin's silence where the marker is not used.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -35,6 +37,16 @@ def test_plain_in_process():
 """
 
 
+TESTS_DIR = Path(__file__).parents[1]
+
+
+@pytest.fixture
+def with_parser_modes(monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """An inner session loads the project plugin as tests/conftest.py does (its children too)."""
+    monkeypatch.setenv("PYTHONPATH", str(TESTS_DIR))
+    return ("-p", "parser_modes")
+
+
 def _outcomes(rec: pytest.HookRecorder) -> dict[str, str]:
     """test name -> final outcome (a failure or skip in any phase wins over passed)."""
     result: dict[str, str] = {}
@@ -46,21 +58,21 @@ def _outcomes(rec: pytest.HookRecorder) -> dict[str, str]:
 
 
 def test_suite_mode_reaches_isolated_tests_unless_their_env_sets_it(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, with_parser_modes: tuple[str, str]
 ) -> None:
     monkeypatch.setenv("DYN_PARSER_VERSION", "1")
     pytester.makepyfile(test_inner_modes=MODE_TESTS)
-    rec = pytester.inline_run()
+    rec = pytester.inline_run(*with_parser_modes)
     assert set(_outcomes(rec).values()) == {"passed"}
     assert len(_outcomes(rec)) == 5
 
 
 def test_parser_mode_only_reports_independent_tests_as_skipped_with_reasons(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, with_parser_modes: tuple[str, str]
 ) -> None:
     monkeypatch.setenv("DYN_PARSER_VERSION", "1")
     pytester.makepyfile(test_inner_modes=MODE_TESTS)
-    result = pytester.runpytest("--parser-mode-only", "-rs")
+    result = pytester.runpytest(*with_parser_modes, "--parser-mode-only", "-rs")
     result.assert_outcomes(passed=2, skipped=3)
     result.stdout.fnmatch_lines_random(
         [
@@ -71,7 +83,9 @@ def test_parser_mode_only_reports_independent_tests_as_skipped_with_reasons(
     result.stdout.fnmatch_lines(["*parser mode: DYN_PARSER_VERSION=1, mode-independent tests*"])
 
 
-def test_a_mode_independence_claim_needs_a_reason(pytester: pytest.Pytester) -> None:
+def test_a_mode_independence_claim_needs_a_reason(
+    pytester: pytest.Pytester, with_parser_modes: tuple[str, str]
+) -> None:
     pytester.makepyfile(
         """
         import pytest
@@ -81,7 +95,7 @@ def test_a_mode_independence_claim_needs_a_reason(pytester: pytest.Pytester) -> 
             pass
         """
     )
-    result = pytester.runpytest("--parser-mode-only")
+    result = pytester.runpytest(*with_parser_modes, "--parser-mode-only")
     assert result.ret != 0
     result.stderr.fnmatch_lines(["*parser_mode_independent needs a reason*"])
 
@@ -177,3 +191,52 @@ def test_parametrize_helper_with_param_level_marks(pytester: pytest.Pytester) ->
     result = pytester.runpytest("-v")
     result.assert_outcomes(passed=2)
     assert "::test_param[M1] PASSED" in result.stdout.str()
+
+
+def test_without_the_project_plugin_nothing_of_parser_modes_is_there(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DYN_PARSER_VERSION", "1")
+    pytester.makepyfile(test_inner_modes=MODE_TESTS)
+    result = pytester.runpytest("--parser-mode-only")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR  # the installed plugin has no such option
+    result = pytester.runpytest("-p", "no:warnings")
+    # The suite's mode is not inherited without `isolated_inherit`, and no header line.
+    result.assert_outcomes(passed=4, failed=1)
+    assert "parser mode" not in result.stdout.str()
+
+
+UNMARKED = """
+import os
+
+def test_environment_untouched():
+    assert os.environ.get("DYN_PARSER_VERSION") == "1"
+
+def test_fixture_free(request):
+    assert "isolated_variant" not in request.fixturenames
+"""
+
+
+def test_a_project_that_never_uses_the_marker_sees_no_behaviour_and_no_machinery(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DYN_PARSER_VERSION", "1")
+    pytester.makepyfile(test_plain=UNMARKED)
+    pytester.makeconftest(
+        "import sys\n"
+        "def pytest_sessionfinish(session):\n"
+        "    loaded = sorted(m for m in sys.modules if m.startswith('buildtool.isolation.'))\n"
+        "    print('LOADED', ' '.join(loaded))\n"
+    )
+    with_plugin = pytester.runpytest_subprocess("-s")
+    without = pytester.runpytest_subprocess("-s", "-p", "no:isolated")
+    with_plugin.assert_outcomes(passed=2)
+    without.assert_outcomes(passed=2)
+    lines = with_plugin.stdout.lines
+    header = lines[: lines.index("collected 2 items")]
+    assert not [line for line in header if "isolat" in line or "parser mode" in line]
+    (loaded,) = [line.split("LOADED", 1)[1] for line in lines if "LOADED" in line]
+    # Only the hooks' light modules: no launcher, fork server, verdict or accelerator.
+    for heavy in ("parent", "launch", "forkserver", "verdict", "snapshot", "fixture_scan"):
+        assert f"buildtool.isolation.{heavy}" not in loaded.split()
+    assert "isolated:" not in with_plugin.stdout.str()

@@ -8,9 +8,10 @@ from pathlib import Path
 
 import isolation_probe  # imported by each child itself, under the child's environment
 import pytest
+from parser_modes import MODE_VARIABLES  # this project's isolated_inherit
 
 from buildtool.isolation import PARSER_MODES
-from buildtool.isolation.environ import ALLOWED_NAMES, ALLOWED_PREFIXES, MODE_VARIABLES
+from buildtool.isolation.environ import ALLOWED_NAMES, ALLOWED_PREFIXES
 
 pytest_plugins = ["pytester"]
 # In-process inner sessions see the already imported plugin package: expected, harmless.

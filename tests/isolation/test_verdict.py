@@ -1,4 +1,5 @@
-"""`classify`: a pass needs the whole record; every other shape is a named failure kind."""
+"""`classify`: the child's reports are relayed only with a whole record of exactly this test;
+every other shape is a named failure kind."""
 
 from __future__ import annotations
 
@@ -18,6 +19,12 @@ def report(when: str, outcome: str = "passed", nodeid: str = NODE, **extra: Any)
         "event": "report",
         "data": {"nodeid": nodeid, "when": when, "outcome": outcome, "longrepr": None, **extra},
     }
+
+
+def subtest(outcome: str = "passed", **extra: Any) -> dict[str, Any]:
+    event = report("call", outcome, **extra)
+    event["data"].update(_report_type="SubTestReport", **{"_subtest.context": {"msg": "m"}})
+    return event
 
 
 def run(*middle: dict[str, Any], collected: list[str] | None = None) -> list[dict[str, Any]]:
@@ -74,34 +81,40 @@ def test_a_complete_record_passes_and_relays_three_reports() -> None:
             "2 tests matched",
         ),
         (
-            run(report("setup"), report("call", "skipped", longrepr=["f", 1, "Skipped: why"])),
+            run(report("setup"), report("call"), report("call"), report("teardown")),
             OK,
-            "skipped",
-            "Skipped: why",
-        ),
-        (
-            run(report("setup", "skipped", longrepr=["f", 1, "Skipped: fixture"])),
-            OK,
-            "skipped",
-            "fixture",
-        ),
-        (
-            run(report("setup"), report("call", "skipped", wasxfail="known bug")),
-            OK,
-            "xfailed",
-            "in the child",
-        ),
-        (
-            run(report("setup"), report("call", wasxfail="known bug"), report("teardown")),
-            OK,
-            "xpassed",
-            "known bug",
+            "several ran",
+            "2 call phases",
         ),
         (
             run(report("setup"), report("call"), report("call", nodeid=NODE + "x")),
             OK,
             "several ran",
-            "2 call phases",
+            NODE + "x",
+        ),
+        (
+            run(report("setup"), report("setup"), report("call"), report("teardown")),
+            OK,
+            "several ran",
+            "phases",
+        ),
+        (
+            run(report("setup"), report("call", "failed"), report("teardown")),
+            OK,
+            "exit status",
+            "exit status 1",
+        ),
+        (
+            run(report("setup"), report("call"), report("teardown"), subtest("failed")),
+            OK,
+            "exit status",
+            "exit status 1",
+        ),
+        (
+            run(report("setup", "skipped", longrepr=["f", 1, "Skipped: x"])),
+            OK,
+            "exited during the test",
+            "teardown",
         ),
         (
             [*PASSING[:3], report("setup")],
@@ -139,11 +152,63 @@ def test_a_failure_in_the_child_relays_its_own_reports(when: str) -> None:
     events = [
         report(w, "failed" if w == when else "passed")
         for w in ("setup", "call", "teardown")
-        if w == "setup" or when != "setup"
+        if w != "call" or when != "setup"
     ]
-    verdict = classify(NODE, run(*events), ChildExit(1, None))
-    assert verdict.kind == "failed"
+    record = [*run(*events)[:-1], {"event": "finish", "exitstatus": 1}]
+    verdict = classify(NODE, record, ChildExit(1, None))
+    assert verdict.kind == "failed" and verdict.relayed
     assert any(r["outcome"] == "failed" and r["when"] == when for r in verdict.reports)
+
+
+SKIP = ["f", 1, "Skipped: why"]
+
+
+@pytest.mark.parametrize(
+    ("middle", "status", "kind"),
+    [
+        (
+            (report("setup"), report("call", "skipped", longrepr=SKIP), report("teardown")),
+            0,
+            "skipped",
+        ),
+        ((report("setup", "skipped", longrepr=SKIP), report("teardown")), 0, "skipped"),
+        (
+            (report("setup"), report("call", "skipped", wasxfail="bug"), report("teardown")),
+            0,
+            "xfailed",
+        ),
+        ((report("setup"), report("call", wasxfail="bug"), report("teardown")), 0, "xpassed"),
+        # strict: pytest makes the xpass a failure without `wasxfail`
+        ((report("setup"), report("call", "failed"), report("teardown")), 1, "failed"),
+        ((report("setup"), report("call"), report("teardown", "failed")), 1, "failed"),
+        (
+            (report("setup"), subtest(), subtest(), report("call"), report("teardown")),
+            0,
+            "passed",
+        ),
+        (
+            (
+                report("setup"),
+                subtest(),
+                subtest("failed"),
+                report("call", "failed"),
+                report("teardown"),
+            ),
+            1,
+            "failed",
+        ),
+    ],
+)
+def test_every_outcome_is_relayed_as_the_child_reported_it(
+    middle: tuple[dict[str, Any], ...], status: int, kind: str
+) -> None:
+    record = [*run(*middle)[:-1], {"event": "finish", "exitstatus": status}]
+    verdict = classify(NODE, record, ChildExit(status, None))
+    assert verdict.kind == kind and verdict.relayed
+    assert list(verdict.reports) == [event["data"] for event in middle]
+    # The same record with the other exit status is not believed.
+    wrong = [*record[:-1], {"event": "finish", "exitstatus": 1 - status}]
+    assert classify(NODE, wrong, ChildExit(1 - status, None)).kind == "exit status"
 
 
 def test_a_damaged_record_is_not_a_pass() -> None:
