@@ -65,6 +65,8 @@ if TYPE_CHECKING:
         dict[str, re.Pattern[str]],
         dict[str, re.Pattern[str]],
         MarkerSet,
+        dict[str, frozenset[str]],
+        frozenset[str],
     ]
 
 
@@ -76,18 +78,29 @@ def _marker_tables(
     end_markers: tuple[str, ...],
     reasoning_on: bool,
     strip_reasoning_markup: bool,
+    stray: tuple[str, ...] = (),
+    pairing: tuple[str, ...] = (),
 ) -> _Tables:
     if reasoning_on:
         content_markers = (*starts, *opens)
     elif strip_reasoning_markup:
-        content_markers = (*starts, *opens, *closes)  # V2: stripped from the answer
+        content_markers = (*starts, *opens, *closes)  # no reasoning channel: markup
     else:
         content_markers = starts
     # reasoning ends (not consumed) at these when they are not call starts already
     ends = tuple(m for m in end_markers if m not in starts)
+    # Protocol tokens out of place (an unpaired close, a section end, a message end, a
+    # reasoning close in the answer or an opener inside reasoning) are markup: dropped.
+    taken = {*starts, *opens, *closes, *ends}
+    loose = tuple(m for m in stray if m not in taken)
+    strays = {
+        "content": frozenset((*loose, *(closes if reasoning_on else ()))),
+        "reasoning": frozenset((*loose, *opens)),
+    }
+    pairing = tuple(m for m in pairing if m not in taken) if loose else ()
     markers = {
-        "content": MarkerSet(content_markers),
-        "reasoning": MarkerSet((*closes, *starts, *ends)),
+        "content": MarkerSet((*content_markers, *strays["content"], *pairing)),
+        "reasoning": MarkerSet((*closes, *starts, *ends, *strays["reasoning"], *pairing)),
     }
     # Characters that may matter to the prose scan: marker starts, quote/code characters
     # and newlines; a chunk without any of them is emitted as it is (fast path). None when
@@ -113,6 +126,8 @@ def _marker_tables(
         fast_re,
         marker_re,
         MarkerSet(opens),
+        strays,
+        frozenset(pairing),
     )
 
 
@@ -146,6 +161,8 @@ class MarkerMachine(FamilyMachine):
             self._fast_re,
             self._marker_re,
             lead_opens,
+            self._stray,
+            self._pairing,
         ) = _marker_tables(
             starts,
             reasoning.open_markers if reasoning else (),
@@ -153,7 +170,10 @@ class MarkerMachine(FamilyMachine):
             reasoning.end_markers if reasoning else (),
             reasoning_on,
             reasoning is not None,
-        )
+            (*(self._tool.stray_markers if tools_on and self._tool else ()),
+             *(reasoning.stray_markers if reasoning else ())),
+            self._tool.pairing_openers if tools_on and self._tool else (),
+        )  # fmt: skip
         self._strip_reasoning = not reasoning_on
         self._mode: Mode = "reasoning" if (reasoning_on and plan.start_in_reasoning) else "content"
         # Output that starts inside reasoning (forced or prefilled) may still begin with the
@@ -165,6 +185,7 @@ class MarkerMachine(FamilyMachine):
         # Whitespace right before a call start, and between a call and the end of output, is
         # markup, not content (`text. <tool_call>` gives content `text.`).
         self._after_call = False
+        self._paired = 0  # rejected call regions whose close is still to come (text, not markup)
         # call region state
         self._scanner: CallScanner | None = None
         # the current region's start marker with the blanks before it (markup; text again if
@@ -401,7 +422,9 @@ class MarkerMachine(FamilyMachine):
             m = markers.search(data, pos)
             if m is None:
                 if final:
-                    return self._hold(data, n, pos, fed, False, events, channel)
+                    return self._hold(
+                        data, self._cut_marker(data, pos, fed), pos, fed, False, events, channel
+                    )
                 hold = markers.holdback(data, pos)
                 return self._hold(data, hold, pos, fed, strip_ws, events, channel)
             start, end = m.start(), m.end()
@@ -430,10 +453,23 @@ class MarkerMachine(FamilyMachine):
                 scanner = partial(tool.scanner, marker, self._ctx)
                 self._begin_region(data[cut:end], scanner, mode, ends)
                 return rest
+            if marker in self._pairing:
+                # a tag opener in prose: text, and the next out-of-place close pairs it
+                self._paired += 1
+                if quotes is not None:
+                    quotes.feed(marker)
+                pos = fed = end
+                continue
             if start > 0:
                 events.append(Text(data[:start], channel))
             if quotes is not None:
                 quotes.reset()
+            if marker in self._stray[mode]:
+                if self._paired:
+                    # the close of a region that did not parse: part of its verbatim text
+                    self._paired -= 1
+                    events.append(Text(marker, channel))
+                return rest  # else a protocol token out of place: markup (docs/parsers.md)
             if mode == "reasoning" and marker in self._reasoning_ends:
                 self._mode = "content"
                 return data[start:]  # the marker is answer text (no tool parser to read it)
@@ -466,6 +502,22 @@ class MarkerMachine(FamilyMachine):
             events.append(Text(data[:cut], channel))
         self._buf = data[cut:]
         return ""
+
+    def _cut_marker(self, data: str, pos: int, fed: int) -> int:
+        """End of output: where a marker cut by it starts (it is markup, dropped), else
+        len(data). Only a tail of 3 or more characters with a letter is a cut marker (`<`,
+        `</`, `<|` alone are common in prose and code); a quoted one is prose (V2)."""
+        n = len(data)
+        cut = self._markers[self._mode].holdback(data, pos)
+        if n - cut < 3 or not any(c.isalpha() for c in data[cut:]):
+            return n
+        quotes = self._quotes
+        if quotes is not None:
+            probe = quotes.copy()
+            probe.feed(data[fed:cut])
+            if probe.quoted(data[cut]):
+                return n
+        return cut
 
     def _is_partial_open(self, text: str) -> bool:
         return any(o.startswith(text) and o != text for o in self._opens)
@@ -513,7 +565,8 @@ class MarkerMachine(FamilyMachine):
         if res.status == "done":
             self._after_region()
             return True, res.rest
-        # reject: the start marker was prose after all
+        # reject: the start marker was prose after all; the next out-of-place close pairs it
+        self._paired += 1
         self._mode = self._return
         self._scanner = None
         self._emit(events, self._start, self._return)
@@ -542,6 +595,8 @@ class MarkerMachine(FamilyMachine):
         factory = self._jail_factory
         assert factory is not None
         parsed, left = _parse_region(self._start, region, factory())
+        if not any(isinstance(e, CallEnd) for e in parsed):
+            self._paired += 1  # not a call: its close, if still to come, is its text
         events.extend(parsed)
         self._after_region()
         return True, left + rest

@@ -143,6 +143,13 @@ class QuoteTracker:
             else:
                 self.code = not self.code
 
+    def copy(self) -> QuoteTracker:
+        """An independent tracker in the same state (to look ahead without changing this one)."""
+        other = QuoteTracker.__new__(QuoteTracker)
+        for name in self.__slots__:
+            setattr(other, name, getattr(self, name))
+        return other
+
     def quoted(self, nxt: str) -> bool:
         """Whether a marker starting with `nxt` at the current position is inside quotes/code."""
         self._resolve(nxt)

@@ -211,6 +211,12 @@ class ToolGrammar(ABC):
     start_markers: tuple[str, ...]  # text that opens a call region
     # An opener that the quoted-marker tests wrap in quotes (defaults to start_markers[0]).
     quoted_opener: str | None = None
+    # Protocol tokens that are markup when they stand outside a call (an unpaired close or
+    # section end, the end-of-message token): never content (docs/parsers.md "Content hygiene")
+    stray_markers: tuple[str, ...] = ()
+    # Tag openers that may stand in prose (a block the grammar does not read); each makes the
+    # next out-of-place close text, paired with it, not markup
+    pairing_openers: tuple[str, ...] = ()
 
     @abstractmethod
     def jail_end_markers(self, start: str) -> tuple[str, ...]:
@@ -234,6 +240,9 @@ class ReasoningGrammar(Frozen):
     # Markers that end reasoning without belonging to it (Kimi K2.5: the tool section start),
     # also when no tool parser is configured: the text from the marker on is the answer.
     end_markers: tuple[str, ...]
+    # Protocol tokens that are markup wherever they stand outside a structure (message ends);
+    # the close markers in the answer and the open markers inside reasoning are too.
+    stray_markers: tuple[str, ...]
 
     def __init__(
         self,
@@ -241,11 +250,13 @@ class ReasoningGrammar(Frozen):
         open_markers: tuple[str, ...] = ("<think>",),
         close_markers: tuple[str, ...] = ("</think>",),
         end_markers: tuple[str, ...] = (),
+        stray_markers: tuple[str, ...] = (),
     ) -> None:
         set_field(self, "name", name)
         set_field(self, "open_markers", open_markers)
         set_field(self, "close_markers", close_markers)
         set_field(self, "end_markers", end_markers)
+        set_field(self, "stray_markers", stray_markers)
 
 
 # --- channel families (escape hatch) ------------------------------------------------------

@@ -54,6 +54,7 @@ from parsers.schema import loads_finite
 
 BAR = "\uff5c"
 TOKEN = f"{BAR}DSML{BAR}"
+EOS = "<｜end▁of▁sentence｜>"  # the end-of-sentence token: markup when left in the output
 _BLANKS = " \t\r\n"
 _ATTR = re.compile(r'([A-Za-z_][\w-]*)\s*=\s*"([^"]*)"')
 _TAG = re.compile(rf"<(/?){re.escape(TOKEN)}\s*([A-Za-z_]+)\s*([^>]*)>")
@@ -391,6 +392,9 @@ class DsmlGrammar(ToolGrammar):
         self._orphan = f'<{TOKEN}{sep}invoke name="'
         self._ends[self._orphan] = self._ends[f"<{TOKEN}{sep}{blocks[0]}>"]
         self.start_markers = (*self._blocks, self._orphan)
+        closes = (f"</{TOKEN}{sep}{b}>" for b in ("invoke", "parameter", *blocks))
+        self.stray_markers = (*closes, EOS)
+        self.pairing_openers = (f"<{TOKEN}{sep}invoke", f"<{TOKEN}{sep}parameter")
 
     def jail_end_markers(self, start: str) -> tuple[str, ...]:
         return self._ends[start]

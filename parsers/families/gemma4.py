@@ -39,6 +39,8 @@ from parsers.plan import ParsePlan
 REASONING_OPEN = "<|channel>"
 REASONING_CLOSE = "<channel|>"
 LABEL = "thought\n"
+# the tokens that end Gemma's turn: markup when left in the output (never content)
+END_OF_TURN = (TURN_END, "<eos>")
 
 
 class Gemma4Scanner(BaseScanner):
@@ -98,6 +100,7 @@ class Gemma4Scanner(BaseScanner):
 class Gemma4Tools(ToolGrammar):
     name = "gemma4"
     start_markers = (CALL_START,)
+    stray_markers = (CALL_END, *END_OF_TURN)
     quoted_opener = CALL_START
 
     def jail_end_markers(self, start: str) -> tuple[str, ...]:
@@ -114,6 +117,7 @@ REASONING = ReasoningGrammar(
     open_markers=(REASONING_OPEN + LABEL, REASONING_OPEN),
     close_markers=(REASONING_CLOSE,),
     end_markers=(CALL_START,),  # reasoning-only deployments: a call start ends reasoning
+    stray_markers=END_OF_TURN,
 )
 
 

@@ -50,6 +50,15 @@ _KEY_END = MarkerSet((ARG_KEY_END,))
 _VALUE_TAG = MarkerSet((ARG_VALUE,))
 _VALUE_END = MarkerSet((ARG_VALUE_END, TOOL_CALL_END))
 _MAX_NAME = 256
+# unpaired closes and the tokens that end GLM's turn: markup outside a call
+GLM_STRAY = (
+    TOOL_CALL_END,
+    ARG_KEY_END,
+    ARG_VALUE_END,
+    "<|user|>",
+    "<|observation|>",
+    "<|endoftext|>",
+)
 _TRIM: Trim = "newlines"
 
 
@@ -275,6 +284,7 @@ class GlmScanner(CallScanner):
 class GlmGrammar(ToolGrammar):
     name = "glm47"
     start_markers = (TOOL_CALL,)
+    stray_markers = GLM_STRAY
 
     def jail_end_markers(self, start: str) -> tuple[str, ...]:
         return (TOOL_CALL_END,)
@@ -286,5 +296,5 @@ class GlmGrammar(ToolGrammar):
 TOOL_GRAMMARS: dict[str, AnyToolGrammar] = {"glm47": GlmGrammar()}
 REASONING_GRAMMARS: dict[str, AnyReasoningGrammar] = {
     # reasoning-only deployments: a call start still ends reasoning (it is answer text)
-    "glm45": ReasoningGrammar("glm45", end_markers=(TOOL_CALL,))
+    "glm45": ReasoningGrammar("glm45", end_markers=(TOOL_CALL,), stray_markers=GLM_STRAY[3:])
 }

@@ -85,6 +85,7 @@ class HermesScanner(CallScanner):
 class HermesGrammar(ToolGrammar):
     name = "hermes"
     start_markers = (OPEN,)
+    stray_markers = ("</tool_call>", "<|im_end|>")
 
     def jail_end_markers(self, start: str) -> tuple[str, ...]:
         return (CLOSE,)

@@ -586,6 +586,7 @@ start_markers = (*SECTION_BEGINS, CALL_BEGIN)
 class KimiK2Grammar(ToolGrammar):
     name = "kimi_k2"
     start_markers = start_markers
+    stray_markers = (*SECTION_ENDS, CALL_END, "<|im_end|>")
     quoted_opener = SECTION_BEGINS[0]
 
     def jail_end_markers(self, start: str) -> tuple[str, ...]:
@@ -598,5 +599,7 @@ class KimiK2Grammar(ToolGrammar):
 TOOL_GRAMMARS = {"kimi_k2": KimiK2Grammar()}
 REASONING_GRAMMARS = {
     # The tool section start (or a bare call start) ends reasoning even without a tool parser.
-    "kimi_k25": ReasoningGrammar("kimi_k25", ("<think>",), ("</think>",), start_markers),
+    "kimi_k25": ReasoningGrammar(
+        "kimi_k25", ("<think>",), ("</think>",), start_markers, stray_markers=("<|im_end|>",)
+    ),
 }

@@ -28,5 +28,7 @@ TOOL_GRAMMARS = LazyGrammars({"hermes": _hermes, "qwen3_coder": _qwen3_coder})
 # `<tool_call>` ends reasoning also when no tool parser is configured (the model skipped
 # `</think>`); the markup is then answer text, as vLLM's qwen3 reasoning parser does.
 REASONING_GRAMMARS: dict[str, AnyReasoningGrammar] = {
-    "qwen3": ReasoningGrammar("qwen3", ("<think>",), ("</think>",), ("<tool_call>",))
+    "qwen3": ReasoningGrammar(
+        "qwen3", ("<think>",), ("</think>",), ("<tool_call>",), stray_markers=("<|im_end|>",)
+    )
 }

@@ -531,6 +531,7 @@ class Qwen3CoderScanner(CallScanner):
 class Qwen3CoderGrammar(ToolGrammar):
     name = "qwen3_coder"
     start_markers = (TOOL_CALL, FUNCTION)
+    stray_markers = (TOOL_CALL_END, "<|im_end|>")
 
     def jail_end_markers(self, start: str) -> tuple[str, ...]:
         # a bare block may still end with a stray `</tool_call>` that belongs to it; the

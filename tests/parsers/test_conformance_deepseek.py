@@ -409,13 +409,12 @@ def test_vllm_v32_use_two_calls_distinct_ids(gen: int) -> None:
 
 
 @GENS
-def test_vllm_v32_use_end_of_sentence_token_is_kept(gen: int) -> None:
-    # KEEP: vLLM's detokenizer drops the EOS token (content None); we never drop text, so a
-    # literal `<｜end▁of▁sentence｜>` after the block is content (docs/parsers.md, DeepSeek
-    # conformance notes).
+def test_vllm_v32_use_end_of_sentence_token_is_markup(gen: int) -> None:
+    # As vLLM (whose detokenizer drops it): the end-of-sentence token is a message-close
+    # marker, markup, never content (docs/parsers.md "Content hygiene").
     eos = f"<{B}end\u2581of\u2581sentence{B}>"
     msg = run(f"{TS}\n" + invoke("get_weather", *HANGZHOU) + f"\n{TE}{eos}", gen, **T)
-    assert (msg.content, args_of(msg)) == (eos, [{"location": "Hangzhou", "date": "2024-01-16"}])
+    assert (msg.content, args_of(msg)) == (None, [{"location": "Hangzhou", "date": "2024-01-16"}])
 
 
 @GENS
@@ -989,6 +988,10 @@ def test_recovery_corrupted_block_start(gen: int) -> None:
 )
 def test_recovery_candidates_that_stay_content(gen: int, text: str, tools: list[Any]) -> None:
     msg = run(text, gen, tools=tools, **NO_THINK)
+    if gen == 2 and text.endswith(TE):
+        # V2 read the invoke as text (its close pairs its opener); the block close has no
+        # block open: an unpaired close is markup (docs/parsers.md "Content hygiene")
+        text = text[: -len(TE)]
     assert (msg.content, msg.tool_calls) == (text, [])
 
 
@@ -1075,4 +1078,5 @@ def test_v41_recovers_an_invoke_without_its_block_start() -> None:
     msg = run(text, 2, tools=[emit], prompt="</think>", **V41)
     assert (msg.content, calls(msg)) == ("Sure.", [("emit", {"value": "ok"})])
     msg = run(text, 2, prompt="</think>", **V41)  # no declared tools: text
-    assert (msg.content, msg.tool_calls) == (text, [])
+    # (the unpaired block close is markup: docs/parsers.md "Content hygiene")
+    assert (msg.content, msg.tool_calls) == (text.removesuffix(f"</{B}DSML{B} calls>"), [])

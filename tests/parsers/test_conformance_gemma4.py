@@ -391,14 +391,15 @@ def test_vllm_regex_bare_call_is_content(gen: int) -> None:
         ("<|channel>thousand reasons<channel|>Done", "thousand reasons", "Done"),
         ("<|tool_call>", None, "<|tool_call>"),
         # STRAY: vLLM batch: reasoning "This is a reasoning section"; vLLM streaming: the marker
-        # dropped. Here the stray close is text.
+        # dropped. Here the unpaired close is markup, dropped; its text stays the answer.
         (
             "This is a reasoning section<channel|>This is the rest",
             None,
-            "This is a reasoning section<channel|>This is the rest",
+            "This is a reasoning sectionThis is the rest",
         ),
         # KEEP: vLLM drops the end-of-turn text.
-        ("The answer is 4.<turn|>", None, "The answer is 4.<turn|>"),
+        # end-of-turn token: markup (issue 14), as vLLM drops it
+        ("The answer is 4.<turn|>", None, "The answer is 4."),
     ],
 )
 def test_vllm_reasoning(gen: int, text: str, reasoning: str | None, content: str | None) -> None:
@@ -632,7 +633,8 @@ def test_dynamo_malformed_args_are_content(gen: int) -> None:
             "answer",
         ),
         # STRAY: Dynamo's batch parser makes "some thinking" reasoning; a stream cannot know.
-        ("some thinking<channel|>final answer", None, "some thinking<channel|>final answer"),
+        # an unpaired close is markup (issue 14): dropped, the text stays the answer
+        ("some thinking<channel|>final answer", None, "some thinkingfinal answer"),
     ],
 )
 def test_dynamo_reasoning_batch(gen: int, text: str, reasoning: str | None, content: str) -> None:

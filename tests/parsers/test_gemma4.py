@@ -101,7 +101,7 @@ def test_call_start_ends_unclosed_reasoning(gen: int) -> None:
         ("Intro. <|channel>thought\nmid<channel|> outro", "mid", "Intro.  outro"),
         ("<|channel>thought\nA<channel|><|channel>thought\nB<channel|>x", "AB", "x"),
         ("no markers at all", None, "no markers at all"),
-        ("a stray close<channel|> stays", None, "a stray close<channel|> stays"),
+        ("a stray close<channel|> is markup", None, "a stray close is markup"),
     ],
 )
 def test_channel_label_and_spans(
@@ -507,7 +507,9 @@ def test_every_truncation_gives_a_prefix_of_the_arguments(gen: int) -> None:
         for call in msg.tool_calls:
             assert whole.startswith(call.arguments)
         if gen == 1 and "<tool_call|>" not in text[:k]:
-            assert msg.content == (text[:k] or None)  # V1: an unfinished call is content
+            # V1: an unfinished call is content (a marker cut at the very end is markup)
+            content = msg.content or ""
+            assert text[:k].startswith(content) and k - len(content) < len("<|tool_call>")
 
 
 SOUP = [

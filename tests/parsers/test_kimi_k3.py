@@ -390,7 +390,9 @@ def test_bare_call_without_tools_wrapper_ends_reasoning(gen: int) -> None:
 @pytest.mark.parametrize("gen", GENS)
 def test_prefill_split_think_close_then_call(gen: int) -> None:
     chunks = ["The user wants weather. thought<|clo", "se|>think<|sep|>", tools(call("w", 1)), END]
-    msg = stream(chunks, tool_parser=K, reasoning_parser=K, generation=gen, prompt="x<|open|>think<|sep|>")
+    msg = stream(
+        chunks, tool_parser=K, reasoning_parser=K, generation=gen, prompt="x<|open|>think<|sep|>"
+    )
     assert msg.reasoning_content == "The user wants weather. thought"
     assert [c.name for c in msg.tool_calls] == ["w"]
 

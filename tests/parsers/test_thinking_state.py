@@ -14,7 +14,10 @@ GENS = pytest.mark.parametrize("gen", [1, 2])
 @GENS
 def test_qwen3_thinking_on_bare_end_marker_ends_reasoning(gen: int) -> None:
     # the reproducer: a thinking checkpoint whose template prefilled `<think>`
-    for kw in ({"thinking": True}, {"request": {"chat_template_kwargs": {"enable_thinking": True}}}):
+    for kw in (
+        {"thinking": True},
+        {"request": {"chat_template_kwargs": {"enable_thinking": True}}},
+    ):
         msg = run("Let me think</think>This is the rest", gen, reasoning_parser="qwen3", **kw)
         assert (msg.reasoning_content, msg.content) == ("Let me think", "This is the rest")
         # a hybrid checkpoint writes its own opener: markup at the start

@@ -98,7 +98,8 @@ def test_v2_only_families_default_to_v2() -> None:
     ("prompt", "reasoning", "content"),
     [
         ("user: hi\nassistant:<think>\n", "thought", "answer"),
-        ("system: write <think> first\nassistant:", None, "thought</think>answer"),
+        # no prefill: the answer; the unpaired `</think>` is markup, never content
+        ("system: write <think> first\nassistant:", None, "thoughtanswer"),
     ],
 )
 def test_prefill_decides_where_qwen3_starts(
