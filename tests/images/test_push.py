@@ -1,6 +1,6 @@
 """`--push`, `--cache-from-pushed`, labels and the buildx base guard: the pure parts.
 
-The real registry and second engine are in test_registry.py (`nox -s images`).
+The real registry and second engine are in test_second_engine.py (`nox -s images`).
 """
 
 from __future__ import annotations
