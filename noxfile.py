@@ -1,4 +1,5 @@
-"""Project sessions: `nox -s build` (main job), `test`, `test-v1`, `test-v2`, `lint`, `bench`.
+"""Project sessions: `nox -s build` (main job), `test`, `test-plain`, `test-v1`, `test-v2`, `lint`,
+`bench`.
 
 Every session installs from `constraints.txt`, so tool and library versions are pinned.
 """
@@ -51,6 +52,16 @@ def test(session: nox.Session) -> None:
     """The whole suite, with the parser mode the caller's environment gives."""
     session.install(*CONSTRAINTS, "pip")  # tests/isolation/test_real_suites.py: pip download
     _pytest(session, {})
+
+
+@nox.session(name="test-plain", python="3.11")
+def test_plain(session: nox.Session) -> None:
+    """The isolation and routing suites with every accelerator off (--isolated-plain): the
+    plain path must pass on its own (docs/testing.md, "Accelerators"). The slow sdist
+    comparison runs once, in `test`."""
+    tests = ("tests/isolation", "tests/routing")
+    args = ("-n", "auto", "-m", "not slow", *tests)
+    _pytest(session, {}, default_args=args, extra=("--isolated-plain",))
 
 
 @nox.session(name="test-v1", python="3.11")

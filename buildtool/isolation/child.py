@@ -31,6 +31,7 @@ class ChildRequest:
     requested_env: dict[str, str | None]  # what the marker asked for (for `isolated_env`)
     report_path: str
     output_path: str
+    accelerators: tuple[str, ...] = ()  # those the parent checked and turned on (accelerators)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self))
@@ -39,6 +40,7 @@ class ChildRequest:
     def from_json(cls, text: str) -> ChildRequest:
         data = json.loads(text)
         data["argv"] = tuple(data["argv"])
+        data["accelerators"] = tuple(data.get("accelerators", ()))
         return cls(**data)
 
 
@@ -64,7 +66,12 @@ def run(request: ChildRequest) -> int:
     from buildtool.isolation.events import ChildReporter
     from buildtool.isolation.metadata_cache import EndOfStartup
 
-    reporter = ChildReporter(request.report_path, request.nodeid, request.requested_env)
+    reporter = ChildReporter(
+        request.report_path,
+        request.nodeid,
+        request.requested_env,
+        own_call="own_call" in request.accelerators,
+    )
     # Before pytest (and any conftest) can touch the environment: what the child started with.
     reporter.emit("hello", pid=os.getpid(), environ_names=sorted(os.environ))
     prebuilt.use(request.argv)  # a fork-server child: pytest's initial config is ready
@@ -102,11 +109,12 @@ def run_and_exit(request: ChildRequest) -> NoReturn:
 def main(argv: list[str]) -> None:
     if len(argv) != 1:
         sys.exit("usage: python -m buildtool.isolation.child REQUEST.json")
-    from buildtool.isolation import pyc_reader
-
-    pyc_reader.install()  # a forked child has it from its server
     with open(argv[0], encoding="utf-8") as fh:
         request = ChildRequest.from_json(fh.read())
+    if "pyc_reader" in request.accelerators:
+        from buildtool.isolation import pyc_reader
+
+        pyc_reader.install()  # a forked child has it from its server
     run_and_exit(request)
 
 

@@ -31,8 +31,11 @@ class ChildReporter:
     function it has pytest build only the calls named by the node id (`keep_only_the_test`).
     """
 
-    def __init__(self, report_path: str, nodeid: str, env: dict[str, str | None]) -> None:
+    def __init__(
+        self, report_path: str, nodeid: str, env: dict[str, str | None], own_call: bool = False
+    ) -> None:
         self.nodeid = nodeid
+        self.own_call = own_call  # the `own_call` accelerator (keep_only_the_test)
         self.env = env  # the test's requested env (for the `isolated_env` fixture)
         self._path = report_path
         self._config: pytest.Config | None = None
@@ -78,7 +81,8 @@ class ChildReporter:
     @pytest.hookimpl(wrapper=True)
     def pytest_generate_tests(self, metafunc: pytest.Metafunc) -> Generator[None, object, object]:
         result = yield
-        keep_only_the_test(metafunc, self.nodeid)
+        if self.own_call:
+            keep_only_the_test(metafunc, self.nodeid)
         return result
 
     @pytest.hookimpl(wrapper=True)

@@ -87,6 +87,35 @@ def supported() -> bool:
     ) and hasattr(fixtures, "FixtureFunctionDefinition")
 
 
+def names_to_scan(holder: object) -> list[str]:
+    """The attributes of `holder` pytest's scan can act on (a learned plugin's narrowed list)."""
+    owner = _owner(holder)
+    return [name for name in builtins.dir(holder) if _may_act_on(owner, name)]
+
+
+def probe_module() -> types.ModuleType:
+    """A plugin module with a fixture, a fixture behind a decorator and two other names."""
+    import functools
+
+    import pytest
+
+    module = types.ModuleType("fixture_scan_probe")
+
+    def decorate(func: Any) -> Any:
+        @functools.wraps(func)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            return func(*args, **kwargs)
+
+        return wrapper
+
+    module.plain_fixture = pytest.fixture(lambda: 1)  # type: ignore[attr-defined]
+    module.plain_fixture.__name__ = "plain_fixture"
+    module.hidden_fixture = decorate(pytest.fixture(lambda: 2))  # type: ignore[attr-defined]
+    module.helper = lambda: 3  # type: ignore[attr-defined]
+    module.CONSTANT = 4  # type: ignore[attr-defined]
+    return module
+
+
 def learn() -> None:
     """Record the plugins scanned from now on (the fork server, before its warm-up)."""
     global _learning

@@ -145,7 +145,10 @@ class _Requests:
         self._buffer = data + self._buffer
 
 
-def serve(proto_in: int, proto_out: int, use_snapshot: bool) -> None:
+def serve(
+    proto_in: int, proto_out: int, use_snapshot: bool, accelerators: set[str] | None = None
+) -> None:
+    prebuild = accelerators is None or "prebuilt" in accelerators
     requests = _Requests(proto_in)
 
     def relay(pid: int) -> bool:
@@ -166,7 +169,7 @@ def serve(proto_in: int, proto_out: int, use_snapshot: bool) -> None:
         if not line:
             return  # the parent closed the pipe (finished or died): nothing left to do
         request = ChildRequest.from_json(line.decode())
-        if prebuilt.prepare(request.argv):
+        if prebuild and prebuilt.prepare(request.argv):
             gc.freeze()  # the new objects too: children neither scan nor copy them
         sys.stdout.flush()
         sys.stderr.flush()
@@ -239,6 +242,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--project-root", required=True, type=Path)
     parser.add_argument("--preload", action="append", default=[])
     parser.add_argument("--no-snapshot", action="store_true", help="never fork from a snapshot")
+    parser.add_argument(
+        "--accelerators", default="", help="comma-separated accelerators to use (checked)"
+    )
     args = parser.parse_args(argv)
     # The protocol gets private descriptors; fd 0/1 become /dev/null and the log (stderr), so
     # nothing printed by pytest or a plugin can corrupt it.
@@ -249,10 +255,15 @@ def main(argv: list[str] | None = None) -> None:
     os.close(devnull)
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's business
     root = args.project_root.resolve()
+    # Only those the parent checked (accelerators.select) and asked for.
+    use = set(filter(None, args.accelerators.split(",")))
     try:
-        pyc_reader.install()  # every child imports its rewritten modules afresh
-        metadata_cache.install()  # the warm-up session fills it; children start from it
-        fixture_scan.learn()  # so is this one
+        if "pyc_reader" in use:
+            pyc_reader.install()  # every child imports its rewritten modules afresh
+        if "metadata_cache" in use:
+            metadata_cache.install()  # the warm-up session fills it; children start from it
+        if "fixture_scan" in use:
+            fixture_scan.learn()  # so is this one
         warm_up()
         fixture_scan.stop_learning()
         preload(args.preload, root)
@@ -274,7 +285,8 @@ def main(argv: list[str] | None = None) -> None:
     gc.freeze()  # children then neither scan nor copy the server's objects on collection
     _send(proto_out, ready=True, pid=os.getpid(), modules=len(sys.modules))
     # PYTEST_DEBUG traces to the process that parses: the snapshot would trace to this log.
-    serve(proto_in, proto_out, not args.no_snapshot and not os.environ.get("PYTEST_DEBUG"))
+    snapshot_on = "snapshot" in use and not args.no_snapshot
+    serve(proto_in, proto_out, snapshot_on and not os.environ.get("PYTEST_DEBUG"), use)
 
 
 if __name__ == "__main__":

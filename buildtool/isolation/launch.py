@@ -18,11 +18,12 @@ import sys
 import tempfile
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from buildtool.isolation.accelerators import NAMES
 from buildtool.isolation.child import ChildRequest
 from buildtool.isolation.settings import Launcher
 from buildtool.isolation.verdict import ChildExit
@@ -164,6 +165,7 @@ class ForkServer:
         preload: list[str],
         flags: list[str],
         snapshot: bool = True,
+        accelerators: Sequence[str] = NAMES,
     ) -> None:
         self.env = env
         self._log_path = log_path
@@ -173,6 +175,7 @@ class ForkServer:
             argv += ["--preload", name]
         if not snapshot:
             argv.append("--no-snapshot")
+        argv.append(f"--accelerators={','.join(accelerators)}")
         started = time.monotonic()
         with open(log_path, "ab") as log:
             self._proc = subprocess.Popen(
@@ -267,7 +270,9 @@ class Launchers:
         max_servers: int,
         snapshot: bool = True,
         on_fallback: Callable[[str], None] | None = None,
+        accelerators: Sequence[str] = NAMES,
     ) -> None:
+        self.accelerators = tuple(accelerators)
         self.kind = kind
         self.fallback: str | None = None  # why the fork server gave way to spawn, if it did
         self._on_fallback = on_fallback
@@ -312,7 +317,16 @@ class Launchers:
             _, oldest = self._servers.popitem(last=False)
             oldest.close()
         log = self._workdir / f"forkserver-{len(self.started) + 1}.log"
-        server = ForkServer(env, cwd, log, self._root, self._preload, self._flags, self._snapshot)
+        server = ForkServer(
+            env,
+            cwd,
+            log,
+            self._root,
+            self._preload,
+            self._flags,
+            self._snapshot,
+            self.accelerators,
+        )
         self.started.append(server.info)
         self._servers[key] = server
         return server

@@ -17,10 +17,12 @@ from typing import Any, cast
 
 import pytest
 
+from buildtool.isolation import accelerators
 from buildtool.isolation.child import ChildRequest
 from buildtool.isolation.environ import child_environ, describe
 from buildtool.isolation.events import read_events
 from buildtool.isolation.launch import IsolationError, Launchers
+from buildtool.isolation.plugin import REWRITE_SCOPE, REWRITE_SCOPE_OFF
 from buildtool.isolation.settings import IsolationWarning, Settings, State, inherited_names
 from buildtool.isolation.spec import IsolationSpec, spec_for
 from buildtool.isolation.verdict import Verdict, classify, is_subtest
@@ -101,6 +103,21 @@ def _workdir(state: State) -> Path:
     return state.workdir
 
 
+def _accelerators(state: State, config: pytest.Config) -> tuple[str, ...]:
+    """The accelerators this run uses: those requested that pass their checks (once)."""
+    if "accelerators" not in state.extra:
+        requested = [n for n in state.settings.accelerators if n != "rewrite_scope"]
+        on, off = accelerators.select(requested)
+        if REWRITE_SCOPE_OFF in config.stash:
+            off = {"rewrite_scope": config.stash[REWRITE_SCOPE_OFF], **off}
+        if off:
+            warn(accelerators.describe_off(off))
+        if config.stash.get(REWRITE_SCOPE, False):
+            on = (*on, "rewrite_scope")  # checked at startup, passed on to the children
+        state.extra["accelerators"] = tuple(n for n in accelerators.NAMES if n in on)
+    return cast(tuple[str, ...], state.extra["accelerators"])
+
+
 def _launchers(state: State, config: pytest.Config) -> Launchers:
     if state.launchers is None:
         s = state.settings
@@ -115,17 +132,26 @@ def _launchers(state: State, config: pytest.Config) -> Launchers:
                 f"isolated: the fork server could not start ({why}); "
                 "every isolated test of this run uses spawn instead"
             ),
+            accelerators=_accelerators(state, config),
         )
     return state.launchers
 
 
-def _child_argv(config: pytest.Config, nodeid: str, basetemp: Path, s: Settings) -> list[str]:
+def _child_argv(
+    config: pytest.Config,
+    nodeid: str,
+    basetemp: Path,
+    s: Settings,
+    used: Sequence[str],
+) -> list[str]:
     argv = [os.path.join(str(config.rootpath), nodeid), f"--rootdir={config.rootpath}"]
     if config.inipath is not None:
         argv += ["-c", str(config.inipath)]
     # tee-sys: reports still carry captured output, and the child's output file keeps what a
     # test printed even when the child dies before reporting.
     argv += ["-p", "no:cacheprovider", "-q", "--capture=tee-sys", f"--basetemp={basetemp}"]
+    # The accelerators the parent checked: the child's own startup (rewrite_scope) follows it.
+    argv.append(f"--isolated-accelerators={','.join(used) or 'none'}")
     if config.pluginmanager.has_plugin("xdist"):
         argv += ["-n", "0"]  # one test: never distribute, whatever addopts says
     return argv + list(s.passthrough)
@@ -149,14 +175,16 @@ def _isolated_reports(item: pytest.Item, state: State) -> Iterator[pytest.TestRe
     testdir = _workdir(state) / str(state.count)
     testdir.mkdir()
     env = child_environ(s.parent_environ, spec.env_map, inherited_names(s))
+    used = _accelerators(state, config)
     request = ChildRequest(
         nodeid=item.nodeid,
-        argv=tuple(_child_argv(config, item.nodeid, testdir / "basetemp", s)),
+        argv=tuple(_child_argv(config, item.nodeid, testdir / "basetemp", s, used)),
         cwd=str(config.invocation_params.dir),
         env=env,
         requested_env=spec.env_map,
         report_path=str(testdir / "events.jsonl"),
         output_path=str(testdir / "output.txt"),
+        accelerators=used,
     )
     timeout = spec.timeout or s.timeout
     started = time.monotonic()

@@ -39,7 +39,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="seconds before an isolated child is killed (default: ini isolated_timeout)",
     )
+    group.addoption(
+        "--isolated-plain",
+        action="store_true",
+        default=False,
+        help="turn every accelerator off: a plain fork server (or spawn), no private pytest or "
+        "Python internals (default: ini isolated_plain)",
+    )
+    group.addoption(
+        "--isolated-accelerators",
+        default=None,
+        help="which accelerators to use: all, none, or a comma-separated list (default: ini "
+        "isolated_accelerators); each is checked before use",
+    )
     parser.addini("isolated_launcher", "auto, forkserver or spawn", default="auto")
+    parser.addini(
+        "isolated_plain", "turn every accelerator off (see --isolated-plain)", type="bool"
+    )
+    parser.addini("isolated_accelerators", "all, none, or a comma-separated list", default="all")
     parser.addini("isolated_timeout", "seconds before an isolated child is killed", default="300")
     parser.addini(
         "isolated_preload",
@@ -64,10 +81,30 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+REWRITE_SCOPE = pytest.StashKey[bool]()  # whether rewrite_scope was on for this session
+# Why rewrite_scope was off at startup: said in the run's one warning line, at its first
+# isolated test (a project that never uses the marker is not told about this distribution).
+REWRITE_SCOPE_OFF = pytest.StashKey[str]()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
-    # Before any conftest or test module can import the project (see rewrite_scope).
-    rewrite_scope.limit(early_config.pluginmanager.rewrite_hook)
+    # Before any conftest or test module can import the project (see rewrite_scope). Only
+    # where pytest marked this distribution's libraries for rewriting, and when checked.
+    hook = early_config.pluginmanager.rewrite_hook
+    early_config.stash[REWRITE_SCOPE] = False
+    if not rewrite_scope.concerned(hook):
+        return
+    if "rewrite_scope" not in settings.requested_accelerators(early_config):
+        return
+    from buildtool.isolation import accelerators
+
+    why = accelerators.problem("rewrite_scope", hook)
+    if why is not None:
+        early_config.stash[REWRITE_SCOPE_OFF] = why
+        return
+    rewrite_scope.limit(hook)
+    early_config.stash[REWRITE_SCOPE] = True
 
 
 def _child_reporter(config: pytest.Config) -> ChildReporter | None:

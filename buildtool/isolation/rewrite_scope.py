@@ -18,6 +18,12 @@ from typing import Any
 LIBRARY_PACKAGES = ("parsers", "sidecar")
 
 
+def concerned(rewrite_hook: Any) -> bool:
+    """Whether pytest marked any of the library packages for rewriting (nothing to do else)."""
+    marked = getattr(rewrite_hook, "_must_rewrite", None)
+    return isinstance(marked, set) and any(name in marked for name in LIBRARY_PACKAGES)
+
+
 def limit(rewrite_hook: Any) -> None:
     """Take the library packages off `rewrite_hook`'s list (pytest's AssertionRewritingHook;
     anything else, e.g. under --assert=plain, is left alone). Modules already imported stay as

@@ -46,6 +46,7 @@ class Settings:
     snapshot: bool
     parent_environ: dict[str, str]
     inherit: tuple[str, ...]  # ini isolated_inherit: more parent variables children get
+    accelerators: tuple[str, ...]  # requested (--isolated-plain: none); checked before use
     passthrough: tuple[str, ...]  # parent command-line options the child needs too
 
 
@@ -90,6 +91,28 @@ def _passthrough(args: Sequence[str]) -> tuple[str, ...]:
     return tuple(kept)
 
 
+def _early_option(config: pytest.Config, name: str) -> Any:
+    """An option's value, also before pytest has filled `config.option` (at its startup)."""
+    namespace = getattr(config, "known_args_namespace", None)
+    value = getattr(namespace, name, None)
+    return value if value is not None else config.getoption(name, None)
+
+
+def requested_accelerators(config: pytest.Config) -> tuple[str, ...]:
+    """The accelerators the options ask for: none under --isolated-plain / ini isolated_plain;
+    else --isolated-accelerators / ini isolated_accelerators (default all); the snapshot not
+    when ini isolated_snapshot is false."""
+    from buildtool.isolation.accelerators import parse
+
+    if _early_option(config, "isolated_plain") or config.getini("isolated_plain"):
+        return ()
+    text = _early_option(config, "isolated_accelerators") or config.getini("isolated_accelerators")
+    names = parse(str(text))
+    if not config.getini("isolated_snapshot"):
+        names = tuple(name for name in names if name != "snapshot")
+    return names
+
+
 def read(config: pytest.Config) -> Settings:
     launcher = config.getoption("isolated_launcher") or str(config.getini("isolated_launcher"))
     if launcher not in ("auto", "forkserver", "spawn"):
@@ -114,5 +137,6 @@ def read(config: pytest.Config) -> Settings:
         snapshot=bool(config.getini("isolated_snapshot")),
         parent_environ=dict(os.environ),
         inherit=tuple(cast(list[str], config.getini("isolated_inherit"))),
+        accelerators=requested_accelerators(config),
         passthrough=_passthrough(config.invocation_params.args),
     )

@@ -113,7 +113,10 @@ class _Snapshot:
         self.enter_child = enter_child
         self.handback_fd = handback_fd
         self.reporter = ChildReporter(
-            self.first.report_path, self.first.nodeid, self.first.requested_env
+            self.first.report_path,
+            self.first.nodeid,
+            self.first.requested_env,
+            own_call="own_call" in self.first.accelerators,
         )
         self.end_of_startup = EndOfStartup()
         self.import_plugin = PytestPluginManager.import_plugin
