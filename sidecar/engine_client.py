@@ -184,12 +184,27 @@ def _has_surrogate(value: Any) -> bool:
 
 
 class EngineClient:
-    def __init__(self, base_url: str, adapter: EngineAdapter, timeouts: Timeouts) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        adapter: EngineAdapter,
+        timeouts: Timeouts,
+        *,
+        api_key: str | None = None,
+        ca_bundle: str | None = None,
+    ) -> None:
+        """`api_key`: sent as `Authorization: Bearer` (an engine started with `--api-key`);
+        `ca_bundle`: the CA certificates trusted for an https engine."""
         self.base_url = base_url.rstrip("/")
         self.adapter = adapter
         self.timeouts = timeouts
+        https = self.base_url.startswith("https://")
         self._client = http1.Client(
-            self.base_url, connect_timeout=timeouts.connect, read_timeout=timeouts.read
+            self.base_url,
+            connect_timeout=timeouts.connect,
+            read_timeout=timeouts.read,
+            ssl_context=http1.ssl_context(ca_bundle) if https else None,
+            authorization=f"Bearer {api_key}" if api_key else None,
         )
 
     async def aclose(self) -> None:
@@ -247,6 +262,14 @@ class EngineClient:
                     f"engine is rate limiting requests: {message}",
                     "engine_rate_limited",
                     headers=(("retry-after", retry_after),) if retry_after else (),
+                )
+            if response.status in (401, 403):
+                # The engine refused the sidecar's credentials: the operator's to fix.
+                raise EngineError(
+                    502,
+                    f"engine refused the sidecar's credentials (HTTP {response.status}; "
+                    f"see --engine-api-key): {message}",
+                    "engine_unauthorized",
                 )
             if 400 <= response.status < 500:
                 raise EngineError(400, f"engine rejected the request: {message}", "engine_rejected")

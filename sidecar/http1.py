@@ -459,8 +459,12 @@ class Client:
         read_timeout: float,
         max_idle: int = 256,
         ssl_context: ssl.SSLContext | None = None,
+        authorization: str | None = None,
     ) -> None:
+        """`authorization`: the `Authorization` header sent with every request (a bearer
+        token), instead of the basic auth of a `user:password@` URL."""
         self.origin = Origin.from_url(url)
+        self.authorization = authorization or self.origin.authorization
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.max_idle = max_idle
@@ -486,8 +490,8 @@ class Client:
         the server's instead of following it.
         """
         read_timeout = self.read_timeout if timeout is None else timeout
-        if self.origin.authorization is not None:
-            headers = [("authorization", self.origin.authorization), *headers]
+        if self.authorization is not None:
+            headers = [("authorization", self.authorization), *headers]
         data = encode_request(
             method, self.origin.base_path + path, self.origin.host_header, body, headers
         )
@@ -620,6 +624,14 @@ class _NothingReceived(Exception):
 def _default_ssl_context() -> ssl.SSLContext:
     """Certificate verification with certifi's CA bundle when present (as httpx did), else
     the system's: slim images often have no system bundle."""
+    return ssl_context(None)
+
+
+def ssl_context(ca_bundle: str | None) -> ssl.SSLContext:
+    """Verification against `ca_bundle` (a PEM file) when given, else `_default_ssl_context`'s
+    choice."""
+    if ca_bundle is not None:
+        return ssl.create_default_context(cafile=ca_bundle)
     try:
         import certifi
     except ImportError:
