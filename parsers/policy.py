@@ -14,7 +14,7 @@ from typing import Any, Literal
 from parsers.errors import ConfigError, InvalidRequest
 from parsers.plan import ParsePlan
 from parsers.record import Frozen, set_field
-from parsers.routing import ToolChoice, parse_tool_choice, select_route
+from parsers.routing import ToolChoice, is_structural_tag, parse_tool_choice, route_for
 from parsers.settings import ParserSettings, Version, check_generation, family_by_key, resolve_pair
 
 # reasoning_effort accepted per family. DeepSeek V4.1 renders it into the prompt (spec); the
@@ -146,10 +146,22 @@ def resolve_thinking(settings: ParserSettings, request: Mapping[str, Any]) -> bo
     400 regardless of what else the request says. The sidecar calls this before rendering
     the prompt; `plan_request` then also looks at the rendered prompt's prefill.
     """
+    return thinking_for(
+        settings,
+        request.get("thinking"),
+        request.get("reasoning_effort"),
+        request.get("chat_template_kwargs"),
+    )
+
+
+def thinking_for(
+    settings: ParserSettings, thinking: object, reasoning_effort: object, template_kwargs: object
+) -> bool:
+    """`resolve_thinking` on the three controls' values (a typed request: no raw body)."""
     decisions = (
-        _request_thinking(request.get("thinking")),
-        _effort_thinking(request.get("reasoning_effort"), settings.family),
-        _template_thinking(request.get("chat_template_kwargs")),
+        _request_thinking(thinking),
+        _effort_thinking(reasoning_effort, settings.family),
+        _template_thinking(template_kwargs),
         settings.thinking_default,
     )
     for decided in decisions:
@@ -206,16 +218,53 @@ def _json_answer(request: Mapping[str, Any]) -> bool:
     return kind in ("json_object", "json_schema")
 
 
-def plan_request(
-    settings: ParserSettings, request: Mapping[str, Any], prompt: str | None = None
-) -> ParsePlan:
-    """Validate `request` and decide how its output is parsed; InvalidRequest means HTTP 400."""
+class RequestFacts(Frozen):
+    """What the request policy reads of a request, validated and typed (the sidecar builds it
+    from its own validated request, so the policy never sees the raw body)."""
+
+    choice: ToolChoice
+    tools: tuple[Mapping[str, Any], ...]  # OpenAI tool objects, each with a function name
+    thinking: bool  # resolved (`thinking_for`)
+    json_answer: bool  # response_format json_object / json_schema
+    structural_tag: bool  # any structural-tag spelling
+
+    def __init__(
+        self,
+        choice: ToolChoice,
+        tools: tuple[Mapping[str, Any], ...],
+        thinking: bool,
+        json_answer: bool,
+        structural_tag: bool,
+    ) -> None:
+        set_field(self, "choice", choice)
+        set_field(self, "tools", tools)
+        set_field(self, "thinking", thinking)
+        set_field(self, "json_answer", json_answer)
+        set_field(self, "structural_tag", structural_tag)
+
+
+def request_facts(settings: ParserSettings, request: Mapping[str, Any]) -> RequestFacts:
+    """Validate a request mapping into `RequestFacts`; InvalidRequest means HTTP 400."""
     choice = parse_tool_choice(request)
-    tools, names = _declared_tools(request)
-    _check_choice(choice, names)
+    tools, _ = _declared_tools(request)
     thinking = resolve_thinking(settings, request)
-    json_answer = _json_answer(request)
-    route = select_route(settings, request)
+    return RequestFacts(choice, tools, thinking, _json_answer(request), is_structural_tag(request))
+
+
+def plan_request(
+    settings: ParserSettings,
+    request: Mapping[str, Any] | RequestFacts,
+    prompt: str | None = None,
+) -> ParsePlan:
+    """Validate `request` (a mapping, or facts already validated) and decide how its output
+    is parsed; InvalidRequest means HTTP 400."""
+    facts = request if isinstance(request, RequestFacts) else request_facts(settings, request)
+    choice, tools, thinking, json_answer = (
+        facts.choice, facts.tools, facts.thinking, facts.json_answer
+    )  # fmt: skip
+    names = [str(tool["function"]["name"]) for tool in tools]
+    _check_choice(choice, names)
+    route = route_for(settings, choice, facts.structural_tag)
 
     reasoning_parser = settings.reasoning_parser
     if reasoning_parser is None and settings.tool_parser is not None:

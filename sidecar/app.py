@@ -19,7 +19,7 @@ from starlette.routing import Route
 from parsers.api import StreamParser
 from parsers.errors import InvalidRequest
 from parsers.plan import ParsePlan
-from parsers.policy import plan_request, resolve_thinking
+from parsers.policy import RequestFacts, plan_request, thinking_for
 from sidecar import sse
 from sidecar.asgi import (
     SSE_TYPE,
@@ -74,8 +74,9 @@ class Sidecar:
     def prepare(self, raw: bytes) -> tuple[ChatRequest, ParsePlan, EngineRequest]:
         chat = read_chat_request(raw)  # the one validation: typed values from here on
         settings = self.config.settings
-        view = chat.policy_view()
-        thinking = resolve_thinking(settings, view)
+        thinking = thinking_for(
+            settings, chat.thinking, chat.reasoning_effort, chat.chat_template_kwargs
+        )
         prompt = self.template.render(
             chat.messages,
             chat.tools,
@@ -83,13 +84,23 @@ class Sidecar:
             template_kwargs=chat.chat_template_kwargs,
             prepared=True,
         )
-        plan = plan_request(settings, view, prompt)
+        fmt = chat.response_format
+        facts = RequestFacts(
+            chat.tool_choice,
+            tuple(chat.tools),
+            thinking,
+            json_answer=fmt is not None and fmt.type in ("json_object", "json_schema"),
+            structural_tag=chat.structural_tag is not None,
+        )
+        plan = plan_request(settings, facts, prompt)
+        guided = guided_schema(plan, fmt)
         engine_request = EngineRequest(
             model=self.config.model,
             prompt=prompt,
             sampling=chat.sampling,
             stream=chat.stream,
-            guided_json=guided_schema(plan, chat.response_format),
+            guided_json=guided,
+            structural_tag=chat.structural_tag if guided is None else None,
         )
         return chat, plan, engine_request
 
