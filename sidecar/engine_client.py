@@ -16,6 +16,7 @@ from sidecar.sse import DONE, SSEDecoder
 
 log = logging.getLogger("sidecar.engine")
 _JSON = (("content-type", "application/json"),)
+_ERROR_BODY_LIMIT = 65536  # bytes of an engine's error answer read for its message
 
 
 class Body(Protocol):
@@ -244,12 +245,21 @@ class EngineClient:
         except http1.HTTPError as exc:
             raise _transport_failure(exc, self.timeouts.read, "engine connection failed") from None
         if response.status != 200:
+            pieces: list[bytes] = []
             try:
-                raw = await response.read()
+                # Only the start of an error body is kept (a huge one is not read to its end:
+                # its connection is closed).
+                size = 0
+                async for piece in response.aiter_bytes():
+                    pieces.append(piece)
+                    size += len(piece)
+                    if size >= _ERROR_BODY_LIMIT:
+                        break
             except http1.HTTPError:
-                raw = b""
+                pass
             finally:
                 await response.aclose()
+            raw = b"".join(pieces)[:_ERROR_BODY_LIMIT]
             message = _error_message(raw)
             log.warning("engine answered HTTP %s: %s", response.status, message)
             if response.status == 429:

@@ -218,3 +218,13 @@ def test_a_private_ca_is_trusted_from_the_flag_or_ssl_cert_file(tmp_path: Path) 
         for server in servers:
             server.stop()
         tls.stop()
+
+
+def test_proxy_variables_are_not_used_and_the_startup_says_so() -> None:
+    from sidecar.cli import proxy_warning
+
+    assert proxy_warning({}) is None
+    assert proxy_warning({"NO_PROXY": "x"}) is None
+    warning = proxy_warning({"HTTPS_PROXY": "http://proxy:3128", "http_proxy": "http://p"})
+    assert warning is not None
+    assert "HTTPS_PROXY" in warning and "http_proxy" in warning and "directly" in warning
