@@ -14,7 +14,7 @@ from typing import Any, Literal
 from parsers.errors import ConfigError, InvalidRequest
 from parsers.plan import ParsePlan
 from parsers.record import Frozen, set_field
-from parsers.routing import ToolChoice, parse_tool_choice, select_route
+from parsers.routing import ToolChoice, is_structural_tag, parse_tool_choice, route_for
 from parsers.settings import ParserSettings, Version, check_generation, family_by_key, resolve_pair
 
 # reasoning_effort accepted per family. DeepSeek V4.1 renders it into the prompt (spec); the
@@ -149,30 +149,60 @@ def _template_thinking(kwargs: object) -> bool | None:
 
 def requested_thinking(settings: ParserSettings, request: Mapping[str, Any]) -> bool | None:
     """What the request itself says about thinking (None: nothing), validated."""
+    return asked_thinking(
+        settings,
+        request.get("thinking"),
+        request.get("reasoning_effort"),
+        request.get("chat_template_kwargs"),
+    )
+
+
+def asked_thinking(
+    settings: ParserSettings, thinking: object, reasoning_effort: object, template_kwargs: object
+) -> bool | None:
+    """`requested_thinking` on the three controls' values (a typed request: no raw body).
+
+    Every control is validated even when a higher one already decided, so a bad value is a
+    400 regardless of what else the request says.
+    """
     decisions = (
-        _request_thinking(request.get("thinking")),
-        _effort_thinking(request.get("reasoning_effort"), settings.family),
-        _template_thinking(request.get("chat_template_kwargs")),
+        _request_thinking(thinking),
+        _effort_thinking(reasoning_effort, settings.family),
+        _template_thinking(template_kwargs),
     )
     return next((d for d in decisions if d is not None), None)
 
 
 def resolve_thinking(settings: ParserSettings, request: Mapping[str, Any]) -> bool:
-    """Whether thinking is on, by the precedence of spec section 5 (first decided wins).
+    """Whether thinking is on: the request's own controls first (first decided wins), then the
+    configured default, then the family's.
 
-    Every control is validated even when a higher one already decided, so a bad value is a
-    400 regardless of what else the request says. The sidecar calls this before rendering
-    the prompt; `plan_request` then also looks at the rendered prompt's prefill.
+    The sidecar calls this before rendering the prompt; `plan_request` then also looks at the
+    rendered prompt's prefill.
     """
-    decisions = (
-        _request_thinking(request.get("thinking")),
-        _effort_thinking(request.get("reasoning_effort"), settings.family),
-        _template_thinking(request.get("chat_template_kwargs")),
-        settings.thinking_default,
+    return thinking_for(
+        settings,
+        request.get("thinking"),
+        request.get("reasoning_effort"),
+        request.get("chat_template_kwargs"),
     )
-    for decided in decisions:
-        if decided is not None:
-            return decided
+
+
+def thinking_for(
+    settings: ParserSettings, thinking: object, reasoning_effort: object, template_kwargs: object
+) -> bool:
+    """`resolve_thinking` on the three controls' values (a typed request: no raw body)."""
+    return default_thinking(
+        settings, asked_thinking(settings, thinking, reasoning_effort, template_kwargs)
+    )
+
+
+def default_thinking(settings: ParserSettings, asked: bool | None) -> bool:
+    """Thinking on or off once the request's own answer (`asked`, None: nothing) is known."""
+    if asked is not None:
+        return asked
+    if settings.thinking_default is not None:
+        return settings.thinking_default
     family = family_by_key(settings.family)
     return family.reasoning_default_on if family else True
 
@@ -224,17 +254,63 @@ def _json_answer(request: Mapping[str, Any]) -> bool:
     return kind in ("json_object", "json_schema")
 
 
-def plan_request(
-    settings: ParserSettings, request: Mapping[str, Any], prompt: str | None = None
-) -> ParsePlan:
-    """Validate `request` and decide how its output is parsed; InvalidRequest means HTTP 400."""
+class RequestFacts(Frozen):
+    """What the request policy reads of a request, validated and typed (the sidecar builds it
+    from its own validated request, so the policy never sees the raw body)."""
+
+    choice: ToolChoice
+    tools: tuple[Mapping[str, Any], ...]  # OpenAI tool objects, each with a function name
+    thinking: bool  # resolved (`thinking_for`)
+    json_answer: bool  # response_format json_object / json_schema
+    structural_tag: bool  # any structural-tag spelling
+    asked: bool | None  # what the request itself said of thinking (None: nothing)
+
+    def __init__(
+        self,
+        choice: ToolChoice,
+        tools: tuple[Mapping[str, Any], ...],
+        thinking: bool,
+        json_answer: bool,
+        structural_tag: bool,
+        asked: bool | None = None,
+    ) -> None:
+        set_field(self, "choice", choice)
+        set_field(self, "tools", tools)
+        set_field(self, "thinking", thinking)
+        set_field(self, "json_answer", json_answer)
+        set_field(self, "structural_tag", structural_tag)
+        set_field(self, "asked", asked)
+
+
+def request_facts(settings: ParserSettings, request: Mapping[str, Any]) -> RequestFacts:
+    """Validate a request mapping into `RequestFacts`; InvalidRequest means HTTP 400."""
     choice = parse_tool_choice(request)
-    tools, names = _declared_tools(request)
-    _check_choice(choice, names)
-    thinking = resolve_thinking(settings, request)
+    tools, _ = _declared_tools(request)
     asked = requested_thinking(settings, request)
-    json_answer = _json_answer(request)
-    route = select_route(settings, request)
+    return RequestFacts(
+        choice,
+        tools,
+        default_thinking(settings, asked),
+        _json_answer(request),
+        is_structural_tag(request),
+        asked=asked,
+    )
+
+
+def plan_request(
+    settings: ParserSettings,
+    request: Mapping[str, Any] | RequestFacts,
+    prompt: str | None = None,
+) -> ParsePlan:
+    """Validate `request` (a mapping, or facts already validated) and decide how its output
+    is parsed; InvalidRequest means HTTP 400."""
+    facts = request if isinstance(request, RequestFacts) else request_facts(settings, request)
+    choice, tools, thinking, json_answer, asked = (
+        facts.choice, facts.tools, facts.thinking, facts.json_answer, facts.asked
+    )  # fmt: skip
+    names = [str(tool["function"]["name"]) for tool in tools]
+    _check_choice(choice, names)
+    route = route_for(settings, choice, facts.structural_tag)
 
     reasoning_parser = settings.reasoning_parser
     # Output channels follow the configured parsers: reasoning text goes to reasoning_content

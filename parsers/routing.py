@@ -130,7 +130,11 @@ def _v2_rejection(settings: ParserSettings, choice: ToolChoice) -> InvalidReques
 
 def select_route(settings: ParserSettings, request: Mapping[str, Any]) -> Route:
     """The route that serves `request`; raises InvalidRequest when none can (HTTP 400)."""
-    choice = parse_tool_choice(request)
+    return route_for(settings, parse_tool_choice(request), is_structural_tag(request))
+
+
+def route_for(settings: ParserSettings, choice: ToolChoice, structural_tag: bool) -> Route:
+    """`select_route` on already validated request facts (a typed request: no raw body)."""
     if settings.tool_parser is None and settings.reasoning_parser is None:
         if not choice.forced:
             return PASS_THROUGH
@@ -144,7 +148,7 @@ def select_route(settings: ParserSettings, request: Mapping[str, Any]) -> Route:
         generation = int(settings.version)
     elif v2_only:
         generation = 2
-    elif choice.forced or is_structural_tag(request):
+    elif choice.forced or structural_tag:
         generation = 1
     elif settings.tool_parser in V2_DEFAULT_TOOL_PARSERS and choice.mode == "auto":
         generation = 2

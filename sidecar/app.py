@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hmac
 import logging
 import os
 import time
@@ -18,7 +19,7 @@ from starlette.routing import Route
 from parsers.api import StreamParser
 from parsers.errors import InvalidRequest
 from parsers.plan import ParsePlan
-from parsers.policy import plan_request, resolve_thinking
+from parsers.policy import RequestFacts, asked_thinking, default_thinking, plan_request
 from sidecar import sse
 from sidecar.asgi import (
     SSE_TYPE,
@@ -28,6 +29,7 @@ from sidecar.asgi import (
     Receive,
     Scope,
     Send,
+    header,
     read_body,
     send_json,
 )
@@ -58,7 +60,13 @@ class Sidecar:
     ) -> None:
         self.config = config
         self.template = template
-        self.engine = EngineClient(config.engine_url, adapter, config.timeouts)
+        self.engine = EngineClient(
+            config.engine_url,
+            adapter,
+            config.timeouts,
+            api_key=config.engine_api_key,
+            ca_bundle=config.engine_ca_bundle,
+        )
         self.metrics = Metrics(config.engine)
 
     # -- request preparation (no engine I/O) ---------------------------------------------
@@ -66,8 +74,10 @@ class Sidecar:
     def prepare(self, raw: bytes) -> tuple[ChatRequest, ParsePlan, EngineRequest]:
         chat = read_chat_request(raw)  # the one validation: typed values from here on
         settings = self.config.settings
-        view = chat.policy_view()
-        thinking = resolve_thinking(settings, view)
+        asked = asked_thinking(
+            settings, chat.thinking, chat.reasoning_effort, chat.chat_template_kwargs
+        )
+        thinking = default_thinking(settings, asked)
         prompt = self.template.render(
             chat.messages,
             chat.tools,
@@ -75,20 +85,45 @@ class Sidecar:
             template_kwargs=chat.chat_template_kwargs,
             prepared=True,
         )
-        plan = plan_request(settings, view, prompt)
+        fmt = chat.response_format
+        facts = RequestFacts(
+            chat.tool_choice,
+            tuple(chat.tools),
+            thinking,
+            json_answer=fmt is not None and fmt.type in ("json_object", "json_schema"),
+            structural_tag=chat.structural_tag is not None,
+            asked=asked,
+        )
+        plan = plan_request(settings, facts, prompt)
+        guided = guided_schema(plan, fmt)
         engine_request = EngineRequest(
             model=self.config.model,
             prompt=prompt,
             sampling=chat.sampling,
             stream=chat.stream,
-            guided_json=guided_schema(plan, chat.response_format),
+            guided_json=guided,
+            structural_tag=chat.structural_tag if guided is None else None,
         )
         return chat, plan, engine_request
 
     # -- endpoints ------------------------------------------------------------------------
 
+    def _served_name(self, requested: str | None) -> str:
+        """The model name a response carries: the served name the request used, else the
+        first served name (`--served-model-name`, default `--model`)."""
+        names = self.config.served_names
+        return requested if requested in names else names[0]
+
     async def chat_completions(self, scope: Scope, receive: Receive, send: Send) -> None:
         """`POST /v1/chat/completions`, as a plain ASGI handler (see `sidecar.asgi`)."""
+        in_flight = self.metrics.in_flight
+        in_flight.inc()
+        try:
+            await self._chat_completions(scope, receive, send)
+        finally:
+            in_flight.dec()
+
+    async def _chat_completions(self, scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
         route: str | None = None
         stream = False
@@ -100,7 +135,7 @@ class Sidecar:
             factory = ChunkFactory(
                 id=f"chatcmpl-{os.urandom(16).hex()}",
                 created=int(time.time()),
-                model=chat.model or self.config.model,
+                model=self._served_name(chat.model),
                 include_usage=chat.include_usage,
             )
             # The parser is built once the engine request is written, while the engine works.
@@ -118,6 +153,8 @@ class Sidecar:
             if watch.gone:  # the engine request was cancelled (its connection closed)
                 self.metrics.done(499, time.perf_counter() - started, False, "client_disconnected")
                 return
+            if event.usage is not None:
+                self.metrics.tokens(event.usage.prompt_tokens, event.usage.completion_tokens)
             message = parse_whole(plan, event.text, event.finish_reason or "stop", parser[0])
             body = completion(
                 factory.id, factory.created, factory.model, message, event.usage, event.stop_reason
@@ -220,6 +257,8 @@ class Sidecar:
                 yield error
                 yield b"".join([*tail, sse.encode(error.body()), sse.DONE_BYTES])
                 return
+            if usage is not None:
+                self.metrics.tokens(usage.prompt_tokens, usage.completion_tokens)
             tail = [sse.encode(c) for c in chunks_for(factory, acc, parser.finish(reason))]
             final = factory.delta({}, parser.finish_reason or reason)
             final["choices"][0]["stop_reason"] = stop_reason
@@ -233,13 +272,17 @@ class Sidecar:
             yield sse.encode(INTERNAL_ERROR.body()) + sse.DONE_BYTES
 
     async def models(self, request: Request) -> Response:
-        card = {
-            "id": self.config.model,
-            "object": "model",
-            "created": 0,
-            "owned_by": f"sidecar-forge/{self.config.engine}",
-        }
-        return JSONResponse({"object": "list", "data": [card]})
+        cards = [
+            {
+                "id": name,
+                "object": "model",
+                "created": 0,
+                "owned_by": f"sidecar-forge/{self.config.engine}",
+                "root": self.config.model,
+            }
+            for name in self.config.served_names
+        ]
+        return JSONResponse({"object": "list", "data": cards})
 
     async def live(self, request: Request) -> Response:
         return JSONResponse({"status": "alive"})
@@ -276,6 +319,14 @@ class _Endpoint:
         await self.handler(scope, receive, send)
 
 
+_UNAUTHORIZED = envelope(
+    "missing or incorrect API key: send 'Authorization: Bearer <key>'",
+    "invalid_request_error",
+    None,
+    "invalid_api_key",
+)
+
+
 class SidecarApp:
     """The ASGI app: `POST /v1/chat/completions` straight to the plain handler, everything
     else (the other endpoints, 404/405s, lifespan) through Starlette."""
@@ -283,8 +334,18 @@ class SidecarApp:
     def __init__(self, sidecar: Sidecar, starlette: Starlette) -> None:
         self.sidecar = sidecar
         self.starlette = starlette
+        key = sidecar.config.api_key
+        self._bearer = f"Bearer {key}".encode() if key else None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            self._bearer is not None
+            and scope["type"] == "http"
+            and scope["path"].startswith("/v1/")
+            and not self._authorized(scope)
+        ):
+            await send_json(send, 401, _UNAUTHORIZED, [(b"www-authenticate", b"Bearer")])
+            return
         if (
             scope["type"] == "http"
             and scope["path"] == "/v1/chat/completions"
@@ -293,6 +354,12 @@ class SidecarApp:
             await self.sidecar.chat_completions(scope, receive, send)
         else:
             await self.starlette(scope, receive, send)
+
+    def _authorized(self, scope: Scope) -> bool:
+        """`Authorization: Bearer <--api-key>`, compared in constant time."""
+        assert self._bearer is not None
+        value = header(scope, b"authorization") or b""
+        return hmac.compare_digest(value, self._bearer)
 
 
 def build_app(config: SidecarConfig, adapter: EngineAdapter, template: ChatTemplate) -> SidecarApp:

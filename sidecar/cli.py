@@ -30,6 +30,10 @@ from sidecar.engines.vllm import VLLMAdapter
 from sidecar.prompt import ChatTemplate, TemplateError, check_template
 
 EXIT_CONFIG = 2
+API_KEY_VAR = "SIDECAR_API_KEY"
+ENGINE_API_KEY_VAR = "SIDECAR_ENGINE_API_KEY"
+CA_BUNDLE_VAR = "SSL_CERT_FILE"
+PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
 
 # uvicorn's level names (its `trace` is below DEBUG); uvicorn.config has the same table, but
@@ -56,6 +60,37 @@ def _parser(engine: str | None) -> argparse.ArgumentParser:
         "--engine-url", required=True, help="base URL of the engine, e.g. http://gpu:8000"
     )
     p.add_argument("--model", required=True, help="model name served (sent to the engine)")
+    p.add_argument(
+        "--served-model-name",
+        nargs="+",
+        default=None,
+        metavar="NAME",
+        help="name(s) clients use for the model, listed by /v1/models; responses carry the "
+        "one the request named, else the first (default: --model)",
+    )
+    p.add_argument(
+        "--enable-auto-tool-choice",
+        action="store_true",
+        help="accepted as in `vllm serve`: tool calls of tool_choice auto are always parsed "
+        "when --tool-call-parser is set; this flag requires it",
+    )
+    p.add_argument(
+        "--api-key",
+        default=None,
+        help=f"bearer token required on /v1/* (default: ${API_KEY_VAR}; none: open)",
+    )
+    p.add_argument(
+        "--engine-api-key",
+        default=None,
+        help=f"bearer token sent to the engine (default: ${ENGINE_API_KEY_VAR})",
+    )
+    p.add_argument(
+        "--engine-ca-bundle",
+        type=Path,
+        default=None,
+        help="PEM file of CA certificates trusted for an https engine "
+        "(default: $SSL_CERT_FILE, else certifi's bundle)",
+    )
     p.add_argument("--tool-call-parser", default=None, help="tool-call parser, e.g. hermes")
     p.add_argument("--reasoning-parser", default=None, help="reasoning parser, e.g. qwen3")
     p.add_argument("--chat-template", type=Path, default=None, help="Jinja2 chat template file")
@@ -144,6 +179,14 @@ def configure(
         if not 0 < value < float("inf"):
             raise ConfigError(f"{flag} must be a positive number of seconds")
     thinking_default = None if args.default_thinking is None else args.default_thinking == "on"
+    if args.enable_auto_tool_choice and not args.tool_call_parser:
+        raise ConfigError("--enable-auto-tool-choice requires --tool-call-parser")
+    names = tuple(args.served_model_name or ())
+    if any(not name.strip() for name in names):
+        raise ConfigError("--served-model-name names must not be empty")
+    api_key = _secret(args.api_key, environ, API_KEY_VAR, "--api-key")
+    engine_api_key = _secret(args.engine_api_key, environ, ENGINE_API_KEY_VAR, "--engine-api-key")
+    ca_bundle = _ca_bundle(args.engine_ca_bundle, environ)
     settings = load_settings(
         environ,
         tool_parser=args.tool_call_parser,
@@ -162,8 +205,52 @@ def configure(
         settings=settings,
         max_body_bytes=args.max_body_bytes,
         timeouts=Timeouts(read=args.engine_timeout),
+        served_model_names=names,
+        api_key=api_key,
+        engine_api_key=engine_api_key,
+        engine_ca_bundle=ca_bundle,
     )
     return config, make_adapter(engine, args), template
+
+
+def _secret(flag: str | None, environ: Mapping[str, str], var: str, name: str) -> str | None:
+    """A bearer token from its flag, else its variable; it must be sendable in a header."""
+    value = flag if flag is not None else environ.get(var) or None
+    if value is None:
+        return None
+    where = name if flag is not None else var
+    if not value or not value.isprintable() or not value.isascii() or value != value.strip():
+        raise ConfigError(f"{where}: a token must be printable ASCII without surrounding blanks")
+    return value
+
+
+def _ca_bundle(flag: Path | None, environ: Mapping[str, str]) -> str | None:
+    """The CA bundle trusted for the engine: the flag, else SSL_CERT_FILE; checked readable."""
+    where, path = "--engine-ca-bundle", flag
+    if path is None and environ.get(CA_BUNDLE_VAR):
+        where, path = CA_BUNDLE_VAR, Path(environ[CA_BUNDLE_VAR])
+    if path is None:
+        return None
+    import ssl
+
+    if not path.is_file():
+        raise ConfigError(f"{where} {path}: not a regular file")
+    try:
+        ssl.create_default_context(cafile=str(path))
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"{where} {path}: not a readable PEM CA bundle: {exc}") from None
+    return str(path)
+
+
+def proxy_warning(environ: Mapping[str, str]) -> str | None:
+    """Proxy variables are not used for the engine connection: say so when they are set."""
+    found = [var for var in PROXY_VARS if environ.get(var)]
+    if not found:
+        return None
+    return (
+        f"{', '.join(found)} set: the engine is always connected to directly "
+        "(proxy variables are not used; see docs/sidecar.md)"
+    )
 
 
 def main(
@@ -187,7 +274,9 @@ def main(
     summary = (
         f"engine={engine} url={config.engine_url} model={config.model} "
         f"tool_parser={s.tool_parser} reasoning_parser={s.reasoning_parser} "
-        f"parser_version={s.version} template={template.name}"
+        f"parser_version={s.version} template={template.name} "
+        f"served_model_names={','.join(config.served_names)} "
+        f"api_key={'set' if config.api_key else 'none'}"
     )
     if args.check_config:
         print(f"configuration ok: {summary}")
@@ -197,7 +286,11 @@ def main(
     from sidecar.app import build_app
     from sidecar.server import server_options
 
-    logging.getLogger("sidecar").info("starting: %s", summary)
+    logger = logging.getLogger("sidecar")
+    logger.info("starting: %s", summary)
+    warning = proxy_warning(os.environ if environ is None else environ)
+    if warning:
+        logger.warning(warning)
     app = build_app(config, adapter, template)
     options = server_options(level, args.request_head_timeout, args.request_body_timeout)
     uvicorn.run(app, host=args.host, port=args.port, log_level=level, **options)

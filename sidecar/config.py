@@ -26,3 +26,12 @@ class SidecarConfig:
     settings: ParserSettings
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
     timeouts: Timeouts = field(default_factory=Timeouts)
+    # Names clients use for the model (`/v1/models`, responses); empty: `model` alone.
+    served_model_names: tuple[str, ...] = ()
+    api_key: str | None = None  # bearer token clients must send on /v1/*
+    engine_api_key: str | None = None  # bearer token sent to the engine
+    engine_ca_bundle: str | None = None  # CA certificates trusted for an https engine
+
+    @property
+    def served_names(self) -> tuple[str, ...]:
+        return self.served_model_names or (self.model,)

@@ -16,6 +16,7 @@ from sidecar.sse import DONE, SSEDecoder
 
 log = logging.getLogger("sidecar.engine")
 _JSON = (("content-type", "application/json"),)
+_ERROR_BODY_LIMIT = 65536  # bytes of an engine's error answer read for its message
 
 
 class Body(Protocol):
@@ -184,12 +185,27 @@ def _has_surrogate(value: Any) -> bool:
 
 
 class EngineClient:
-    def __init__(self, base_url: str, adapter: EngineAdapter, timeouts: Timeouts) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        adapter: EngineAdapter,
+        timeouts: Timeouts,
+        *,
+        api_key: str | None = None,
+        ca_bundle: str | None = None,
+    ) -> None:
+        """`api_key`: sent as `Authorization: Bearer` (an engine started with `--api-key`);
+        `ca_bundle`: the CA certificates trusted for an https engine."""
         self.base_url = base_url.rstrip("/")
         self.adapter = adapter
         self.timeouts = timeouts
+        https = self.base_url.startswith("https://")
         self._client = http1.Client(
-            self.base_url, connect_timeout=timeouts.connect, read_timeout=timeouts.read
+            self.base_url,
+            connect_timeout=timeouts.connect,
+            read_timeout=timeouts.read,
+            ssl_context=http1.ssl_context(ca_bundle) if https else None,
+            authorization=f"Bearer {api_key}" if api_key else None,
         )
 
     async def aclose(self) -> None:
@@ -229,12 +245,21 @@ class EngineClient:
         except http1.HTTPError as exc:
             raise _transport_failure(exc, self.timeouts.read, "engine connection failed") from None
         if response.status != 200:
+            pieces: list[bytes] = []
             try:
-                raw = await response.read()
+                # Only the start of an error body is kept (a huge one is not read to its end:
+                # its connection is closed).
+                size = 0
+                async for piece in response.aiter_bytes():
+                    pieces.append(piece)
+                    size += len(piece)
+                    if size >= _ERROR_BODY_LIMIT:
+                        break
             except http1.HTTPError:
-                raw = b""
+                pass
             finally:
                 await response.aclose()
+            raw = b"".join(pieces)[:_ERROR_BODY_LIMIT]
             message = _error_message(raw)
             log.warning("engine answered HTTP %s: %s", response.status, message)
             if response.status == 429:
@@ -247,6 +272,14 @@ class EngineClient:
                     f"engine is rate limiting requests: {message}",
                     "engine_rate_limited",
                     headers=(("retry-after", retry_after),) if retry_after else (),
+                )
+            if response.status in (401, 403):
+                # The engine refused the sidecar's credentials: the operator's to fix.
+                raise EngineError(
+                    502,
+                    f"engine refused the sidecar's credentials (HTTP {response.status}; "
+                    f"see --engine-api-key): {message}",
+                    "engine_unauthorized",
                 )
             if 400 <= response.status < 500:
                 raise EngineError(400, f"engine rejected the request: {message}", "engine_rejected")

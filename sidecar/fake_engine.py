@@ -108,7 +108,14 @@ def _generate(script: Script, prompt: str, max_tokens: Any, stop: Any) -> Genera
 class FakeEngine:
     """One fake engine: `kind` is vllm, sglang or trtllm."""
 
-    def __init__(self, kind: str, *, incremental: bool = False, default: Script | None = None):
+    def __init__(
+        self,
+        kind: str,
+        *,
+        incremental: bool = False,
+        default: Script | None = None,
+        api_key: str | None = None,
+    ):
         if kind not in ("vllm", "sglang", "trtllm"):
             raise ValueError(f"unknown engine kind {kind!r}")
         self.kind = kind
@@ -116,6 +123,10 @@ class FakeEngine:
         self.default = default or Script("Hello! How can I help you today?")
         self.scripts: dict[str, Script] = {}
         self.requests: list[dict[str, Any]] = []
+        self.authorizations: list[str | None] = []  # each generate request's Authorization
+        # As `vllm serve --api-key`: generation needs `Authorization: Bearer <key>` (401 else);
+        # /health stays open.
+        self.api_key = api_key
         self.healthy = True
         self.started = 0
         self.completed = 0
@@ -144,6 +155,10 @@ class FakeEngine:
     # -- request handling --------------------------------------------------------------
 
     async def _generate(self, request: Request) -> Response:
+        authorization = request.headers.get("authorization")
+        self.authorizations.append(authorization)
+        if self.api_key is not None and authorization != f"Bearer {self.api_key}":
+            return JSONResponse({"error": "Unauthorized"}, status_code=401)
         body = await request.json()
         self.requests.append(body)
         problem = self._validate(body)
@@ -378,8 +393,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--text", default=None, help="the default script's output")
     p.add_argument("--scripts", default=None, help='JSON file: {"NAME": {"text": ...}, ...}')
     p.add_argument("--incremental", action="store_true", help="SGLang incremental output")
+    p.add_argument("--api-key", default=None, help="require this bearer token (as vLLM's)")
     args = p.parse_args(argv)
-    engine = FakeEngine(args.kind, incremental=args.incremental)
+    engine = FakeEngine(args.kind, incremental=args.incremental, api_key=args.api_key)
     if args.text is not None:
         engine.default = Script(args.text)
     if args.scripts:

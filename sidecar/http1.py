@@ -8,7 +8,10 @@ interim 1xx responses skipped; a timeout on connecting and on every read; idle k
 connections reused (newest first) and one retry when a reused connection turns out closed
 before any byte of the response arrived (the server never got the request).
 
-The wire format is parsed by the pure functions below; `Client` and `Response` do the I/O.
+Responses are parsed by httptools' response parser (llhttp, the C parser uvicorn serves
+with): status line, headers, Content-Length, chunked coding and trailers, interim responses;
+this module adds the limits (a 64 KiB head, 100 header lines), the close-delimited body's end
+and the pool. `Client` and `Response` do the I/O.
 """
 
 from __future__ import annotations
@@ -16,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import base64
 import logging
-import re
 import ssl
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -24,12 +26,13 @@ from dataclasses import dataclass
 from typing import cast
 from urllib.parse import unquote, urlsplit
 
+import httptools
+
 from sidecar import recvbuf
 
 log = logging.getLogger(__name__)
 
 _HIGH_WATER = 131072  # bytes received but unread before reading pauses (as StreamReader)
-_MAX_LINE = 65536  # longest status, header or chunk-size line accepted
 _MAX_HEADERS = 100
 # Largest response head accepted (status line and headers together): past it, the response
 # is refused at once as a protocol error, never waited on until the read timeout.
@@ -113,23 +116,6 @@ def encode_request(
     return head + body if body else head
 
 
-def parse_status_line(line: bytes) -> tuple[int, str, bool]:
-    """`HTTP/1.x NNN reason` -> (status, reason, is HTTP/1.0)."""
-    version, _, rest = line.rstrip(b"\r\n").partition(b" ")
-    code, _, reason = rest.partition(b" ")
-    if version not in (b"HTTP/1.1", b"HTTP/1.0") or len(code) != 3 or not code.isdigit():
-        raise ProtocolError(f"not an HTTP/1.1 status line: {line[:80]!r}")
-    return int(code), reason.decode("latin-1"), version == b"HTTP/1.0"
-
-
-def parse_header_line(line: bytes) -> tuple[str, str]:
-    """`Name: value` -> (lowercased name, value without surrounding blanks)."""
-    name, colon, value = line.rstrip(b"\r\n").partition(b":")
-    if not colon or not name or name != name.strip() or b" " in name:
-        raise ProtocolError(f"malformed header line: {line[:80]!r}")
-    return name.decode("latin-1").lower(), value.strip(b" \t").decode("latin-1")
-
-
 @dataclass(frozen=True)
 class Head:
     """A response's status line and headers (names lowercased, in order)."""
@@ -157,117 +143,65 @@ class Head:
         ]
 
 
-def body_framing(method: str, head: Head) -> tuple[str, int]:
-    """How the body is delimited: ("none" | "chunked" | "length" | "close", length)."""
-    if method == "HEAD" or head.status in (204, 304) or 100 <= head.status < 200:
-        return "none", 0
+def close_delimited(head: Head) -> bool:
+    """Whether the body runs until the connection closes (RFC 9112 6.3): no Content-Length
+    and no chunked coding last, on a status that has a body. httptools reads such a body
+    until EOF without telling when it ends; the connection does."""
+    if head.status in (204, 304) or 100 <= head.status < 200:
+        return False
     encodings = head.tokens("transfer-encoding")
     if encodings:
-        if encodings[-1] == "chunked":
-            return "chunked", 0
-        return "close", 0  # RFC 9112 6.3: not chunked last -> read until close
-    lengths = {value.strip() for key, value in head.headers if key == "content-length"}
-    if lengths:
-        value = lengths.pop()
-        if lengths or not value.isdigit():
-            raise ProtocolError(f"bad content-length: {head.get('content-length')!r}")
-        return "length", int(value)
-    return "close", 0
-
-
-def keeps_alive(head: Head, framing: str) -> bool:
-    """Whether the connection can carry another request once this body is read."""
-    if framing == "close":
-        return False
-    connection = head.tokens("connection")
-    if "close" in connection:
-        return False
-    return not head.http10 or "keep-alive" in connection
-
-
-def parse_chunk_size(line: bytes) -> int:
-    """A chunk-size line (`1a;ext=1`) -> its size."""
-    size = line.split(b";", 1)[0].strip()
-    try:
-        if not size or size.startswith((b"-", b"+", b"0x", b"0X")):
-            raise ValueError
-        return int(size, 16)
-    except ValueError:
-        raise ProtocolError(f"bad chunk size line: {line[:80]!r}") from None
-
-
-class ChunkedDecoder:
-    """Chunked transfer-coding, sans-I/O: `feed` raw bytes, get the payload they complete.
-
-    Everything one network read brought is decoded at once, so a stream relays per read,
-    not per chunk. `done` once the last chunk and the trailers are in; `extra` holds bytes
-    the server sent after that (the connection is then not reused).
-    """
-
-    def __init__(self) -> None:
-        self._pending = b""  # an incomplete framing line
-        self._remaining = 0  # payload bytes left in the current chunk
-        self._state = "size"  # size | data | data_end | trailer
-        self.done = False
-        self.extra = b""
-
-    def feed(self, data: bytes) -> bytes:
-        buf = self._pending + data if self._pending else data
-        out: list[bytes] = []
-        pos, end = 0, len(buf)
-        while pos < end:
-            if self._state == "data":
-                take = min(self._remaining, end - pos)
-                out.append(buf[pos : pos + take])
-                pos += take
-                self._remaining -= take
-                if self._remaining == 0:
-                    self._state = "data_end"
-                continue
-            newline = buf.find(b"\n", pos)
-            if newline < 0:
-                if end - pos > _MAX_LINE:
-                    raise ProtocolError(f"chunk framing line longer than {_MAX_LINE} bytes")
-                break
-            line, pos = buf[pos : newline + 1], newline + 1
-            if self._state == "size":
-                self._remaining = parse_chunk_size(line)
-                self._state = "data" if self._remaining else "trailer"
-            elif line not in (b"\r\n", b"\n"):
-                if self._state == "data_end":
-                    raise ProtocolError("chunk data longer than its size")
-                # a trailer field: not used
-            elif self._state == "data_end":
-                self._state = "size"
-            else:  # the blank line after the trailers: the body is complete
-                self.done = True
-                self.extra = buf[pos:]
-                pos = end
-        self._pending = buf[pos:] if not self.done else b""
-        return out[0] if len(out) == 1 else b"".join(out)
+        return encodings[-1] != "chunked"
+    return head.get("content-length") is None
 
 
 # -- connections and the pool -------------------------------------------------------------------
 
 
 class Connection(asyncio.BufferedProtocol):
-    """One TCP (or TLS) connection to the origin, as the protocol of its transport: bytes
-    received and not yet consumed, EOF, and one reader waiting for more.
-
-    It receives into `sidecar.recvbuf` and keeps what arrived in `buffer`, so a response
-    head and body that arrived together are parsed without waiting again; a timer runs
-    only while a reader actually waits.
+    """One TCP (or TLS) connection to the origin, as the protocol of its transport. Bytes are
+    parsed as they arrive by httptools' response parser (llhttp: status line, headers,
+    Content-Length, chunked and close-delimited framing); a reader waits for the head, then
+    for body pieces. A timer runs only while a reader actually waits.
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self.transport: asyncio.Transport | None = None
-        self.buffer = bytearray()
         self.eof = False
         self.error: BaseException | None = None  # what broke the connection, if anything
         self.idle_since = 0.0
         self._waiter: asyncio.Future[None] | None = None
         self._paused = False
+        self._parser: httptools.HttpResponseParser | None = None
+        self._reusable = True  # no byte arrived that no response explains
+        self._start_response()
+
+    def _start_response(self, method: str = "GET") -> None:
+        self._method = method
+        self.received = False  # any byte of this response
+        self.head: Head | None = None
+        self.body: list[bytes] = []
+        self.buffered = 0
+        self.complete = False
+        self.keep_alive = False
+        self.protocol_error: ProtocolError | None = None
+        self._head_bytes = 0  # bytes received while no head was complete
+        self._head_size = 0  # the head's own size, as parsed
+        self._status = b""
+        self._headers: list[tuple[str, str]] = []
+        self._parser = None
+
+    def expect_nothing(self) -> None:
+        """The response was read: bytes arriving now belong to no request."""
+        self._start_response()
+
+    def expect(self, method: str) -> None:
+        """A request was written: parse what follows as its response."""
+        self._start_response(method)
+        parser = self._parser = httptools.HttpResponseParser(self)
+        # Bare LF line ends are accepted (RFC 9112 2.2 allows a recipient to).
+        parser.set_dangerous_leniencies(lenient_optional_cr_before_lf=True)
 
     # asyncio protocol callbacks
 
@@ -279,21 +213,92 @@ class Connection(asyncio.BufferedProtocol):
         return recvbuf.view()
 
     def buffer_updated(self, nbytes: int) -> None:
-        self.buffer += recvbuf.view()[:nbytes]
-        if len(self.buffer) > _HIGH_WATER and not self._paused and self.transport is not None:
+        parser = self._parser
+        if parser is None or self.complete or self.protocol_error is not None:
+            self._reusable = False  # bytes no request asked for
+            return
+        self.received = True
+        if self.head is None:
+            self._head_bytes += nbytes
+        try:
+            parser.feed_data(recvbuf.view()[:nbytes])
+        except httptools.HttpParserError as exc:
+            if not self.complete:
+                self.protocol_error = ProtocolError(f"malformed response: {exc}")
+            self._reusable = False
+        except httptools.HttpParserUpgrade:
+            self.protocol_error = ProtocolError("the server switched protocols")
+        if self.head is None and self._head_bytes > MAX_HEAD and self.protocol_error is None:
+            self.protocol_error = ProtocolError(f"response head larger than {MAX_HEAD} bytes")
+        if self.buffered > _HIGH_WATER and not self._paused and self.transport is not None:
             self._paused = True  # a reader that lags (a slow client downstream)
             self.transport.pause_reading()
         self._wake()
 
     def eof_received(self) -> bool:
-        self.eof = True
-        self._wake()
+        self._ended()
         return False  # close the transport
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.eof = True
         self.error = exc
+        self._ended()
+
+    def _ended(self) -> None:
+        self.eof = True
+        if self.head is not None and not self.complete and close_delimited(self.head):
+            self.complete = True  # the close is the body's end
+            self.keep_alive = False
         self._wake()
+
+    # httptools parser callbacks
+
+    def on_message_begin(self) -> None:
+        if self.complete:
+            self._reusable = False  # a second response to one request
+
+    def on_status(self, status: bytes) -> None:
+        self._status += status
+        self._head_size += len(status) + 15
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self.head is None:  # trailers (after the body) are not used
+            self._head_size += len(name) + len(value) + 4
+            if len(self._headers) >= _MAX_HEADERS:
+                self.protocol_error = ProtocolError(f"more than {_MAX_HEADERS} header lines")
+                return
+            self._headers.append(
+                (name.decode("latin-1").lower(), value.strip(b" \t").decode("latin-1"))
+            )
+
+    def on_headers_complete(self) -> None:
+        parser = self._parser
+        assert parser is not None
+        status = parser.get_status_code()
+        if self._head_size > MAX_HEAD:
+            self.protocol_error = ProtocolError(f"response head larger than {MAX_HEAD} bytes")
+            return
+        if 100 <= status < 200 and status != 101:  # interim: the final response follows
+            self._status, self._headers, self._head_size = b"", [], 0
+            return
+        self.head = Head(
+            status,
+            self._status.decode("latin-1"),
+            tuple(self._headers),
+            parser.get_http_version() == "1.0",
+        )
+        self.keep_alive = parser.should_keep_alive()
+        if self._method == "HEAD":  # no body follows, whatever the headers say
+            self.complete = True
+            self.keep_alive = False
+
+    def on_body(self, body: bytes) -> None:
+        if self.head is not None and not self.complete:
+            self.body.append(body)
+            self.buffered += len(body)
+
+    def on_message_complete(self) -> None:
+        if self.head is not None:
+            self.complete = True
 
     def _wake(self) -> None:
         waiter = self._waiter
@@ -318,25 +323,23 @@ class Connection(asyncio.BufferedProtocol):
             timer.cancel()
             self._waiter = None
 
-    def take(self, size: int) -> bytes:
-        """Up to `size` buffered bytes, consumed."""
-        if size >= len(self.buffer):
-            data = bytes(self.buffer)
-            self.buffer.clear()
-        else:
-            data = bytes(self.buffer[:size])
-            del self.buffer[:size]
-        if self._paused and len(self.buffer) <= _HIGH_WATER // 2 and self.transport is not None:
+    def take_body(self) -> bytes:
+        """The body bytes parsed so far, consumed."""
+        body = self.body
+        data = body[0] if len(body) == 1 else b"".join(body)
+        self.body = []
+        self.buffered = 0
+        if self._paused and self.transport is not None:
             self._paused = False
             self.transport.resume_reading()
         return data
 
     def usable(self, now: float) -> bool:
-        """Idle connection still worth reusing: open on both sides, nothing unread, not
-        expired."""
+        """Idle connection still worth reusing: open on both sides, nothing unexplained
+        received, not expired."""
         return (
             not self.eof
-            and not self.buffer
+            and self._reusable
             and self.transport is not None
             and not self.transport.is_closing()
             and now - self.idle_since < KEEPALIVE_EXPIRY
@@ -360,27 +363,15 @@ class Response:
     a server learns that the client gave up.
     """
 
-    def __init__(
-        self,
-        client: Client,
-        conn: Connection,
-        head: Head,
-        framing: str,
-        length: int,
-        timeout: float,
-    ) -> None:
+    def __init__(self, client: Client, conn: Connection, head: Head, timeout: float) -> None:
         self.status = head.status
         self.reason = head.reason
         self.head = head
         self._client = client
         self._conn: Connection | None = conn
-        self._framing = framing
-        self._remaining = length  # "length": body bytes left
-        self._chunks = ChunkedDecoder() if framing == "chunked" else None
         self._timeout = timeout
-        self._keep_alive = keeps_alive(head, framing)
-        self._done = framing == "none" or (framing == "length" and length == 0)
-        if self._done:
+        self._done = False
+        if conn.complete and not conn.body:
             self._finish()
 
     async def read(self) -> bytes:
@@ -391,7 +382,7 @@ class Response:
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
-        """Body bytes as they arrive (chunked framing removed)."""
+        """Body bytes as they arrive (framing removed)."""
         while not self._done:
             data = await self._next()
             if data:
@@ -410,7 +401,8 @@ class Response:
         self._done = True
         conn, self._conn = self._conn, None
         if conn is not None:
-            if self._keep_alive:
+            if conn.keep_alive:
+                conn.expect_nothing()
                 self._client.release(conn)
             else:
                 conn.close()
@@ -420,30 +412,23 @@ class Response:
         conn = self._conn
         if conn is None:
             raise RemoteClosed("response already closed")
-        if not conn.buffer and not conn.eof:
+        if not conn.body and not conn.complete and conn.protocol_error is None and not conn.eof:
             try:
                 await conn.wait(self._timeout)
             except TimeoutError:
                 raise ReadTimeout(f"nothing received for {self._timeout:g}s") from None
-        if conn.error is not None and not conn.buffer:
-            raise RemoteClosed(f"connection broke: {conn.error!r}")
-        # What the connection has, not more than the body's length.
-        data = conn.take(self._remaining if self._framing == "length" else len(conn.buffer))
-        if self._chunks is not None:
-            if not data:
-                raise RemoteClosed("closed inside a chunked body")
-            payload = self._chunks.feed(data)
-            if self._chunks.done:
-                self._keep_alive = self._keep_alive and not self._chunks.extra
-                self._finish()
-            return payload
-        if self._framing == "length":
-            if not data:
-                raise RemoteClosed(f"closed with {self._remaining} body bytes missing")
-            self._remaining -= len(data)
-            if self._remaining == 0:
-                self._finish()
-        elif not data:  # "close": the end of the body
+        if conn.body:
+            data = conn.take_body()
+        elif conn.protocol_error is not None:
+            raise conn.protocol_error
+        elif conn.complete:
+            data = b""
+        elif conn.eof:
+            why = f"connection broke: {conn.error!r}" if conn.error else "connection closed"
+            raise RemoteClosed(f"{why} inside the body")
+        else:
+            return b""
+        if conn.complete and not conn.body:
             self._finish()
         return data
 
@@ -459,8 +444,12 @@ class Client:
         read_timeout: float,
         max_idle: int = 256,
         ssl_context: ssl.SSLContext | None = None,
+        authorization: str | None = None,
     ) -> None:
+        """`authorization`: the `Authorization` header sent with every request (a bearer
+        token), instead of the basic auth of a `user:password@` URL."""
         self.origin = Origin.from_url(url)
+        self.authorization = authorization or self.origin.authorization
         self.connect_timeout = connect_timeout
         self.read_timeout = read_timeout
         self.max_idle = max_idle
@@ -486,8 +475,8 @@ class Client:
         the server's instead of following it.
         """
         read_timeout = self.read_timeout if timeout is None else timeout
-        if self.origin.authorization is not None:
-            headers = [("authorization", self.origin.authorization), *headers]
+        if self.authorization is not None:
+            headers = [("authorization", self.authorization), *headers]
         data = encode_request(
             method, self.origin.base_path + path, self.origin.host_header, body, headers
         )
@@ -496,7 +485,7 @@ class Client:
             conn, reused = await self._connect(timeout), False
         try:
             try:
-                head = await self._exchange(conn, data, read_timeout, meanwhile)
+                head = await self._exchange(conn, data, read_timeout, meanwhile, method)
             except _NothingReceived as exc:
                 conn.close()
                 if not reused:
@@ -506,14 +495,13 @@ class Client:
                 log.info("server dropped a pooled connection; retrying once")
                 conn = await self._connect(timeout)
                 try:
-                    head = await self._exchange(conn, data, read_timeout)
+                    head = await self._exchange(conn, data, read_timeout, None, method)
                 except _NothingReceived as again:
                     raise RemoteClosed(str(again)) from None
         except BaseException:
             conn.close()
             raise
-        framing, length = body_framing(method, head)
-        return Response(self, conn, head, framing, length, read_timeout)
+        return Response(self, conn, head, read_timeout)
 
     def release(self, conn: Connection) -> None:
         """Take back a connection whose response was read completely."""
@@ -564,53 +552,26 @@ class Client:
         data: bytes,
         timeout: float,
         meanwhile: Callable[[], object] | None = None,
+        method: str = "GET",
     ) -> Head:
-        """Write the request, call `meanwhile`, read the final response head."""
+        """Write the request, call `meanwhile`, wait for the final response head."""
+        conn.expect(method)
         conn.send(data)
         if meanwhile is not None:
             meanwhile()
-        received = False
-        while True:
+        while conn.head is None or conn.protocol_error is not None:
+            if conn.protocol_error is not None:
+                raise conn.protocol_error
+            if conn.eof:
+                why = f"connection broke: {conn.error!r}" if conn.error else "connection closed"
+                if not conn.received:
+                    raise _NothingReceived(f"{why} before the response")
+                raise RemoteClosed(f"{why} inside the response head")
             try:
-                lines = await _head_lines(conn, timeout)
-            except _NothingReceived:
-                if received:  # closed after an interim response
-                    raise RemoteClosed("connection closed inside the response head") from None
-                raise
-            received = True
-            status, reason, http10 = parse_status_line(lines[0])
-            if len(lines) - 1 > _MAX_HEADERS:
-                raise ProtocolError(f"more than {_MAX_HEADERS} header lines")
-            headers = tuple(parse_header_line(line) for line in lines[1:])
-            if not 100 <= status < 200 or status == 101:
-                return Head(status, reason, headers, http10)
-
-
-async def _head_lines(conn: Connection, timeout: float) -> list[bytes]:
-    """The next response head's lines (status line first), consumed from the connection."""
-    start = 0
-    while True:
-        end = _HEAD_END.search(conn.buffer, start)
-        if end is not None:
-            if end.end() > MAX_HEAD:
-                raise ProtocolError(f"response head larger than {MAX_HEAD} bytes")
-            head = conn.take(end.end())
-            return head.split(b"\n")[:-2]  # without the blank line
-        if len(conn.buffer) > MAX_HEAD:
-            raise ProtocolError(f"response head larger than {MAX_HEAD} bytes")
-        if conn.eof:
-            why = f"connection broke: {conn.error!r}" if conn.error else "connection closed"
-            if not conn.buffer:
-                raise _NothingReceived(f"{why} before the response")
-            raise RemoteClosed(f"{why} inside the response head")
-        start = max(0, len(conn.buffer) - 2)  # the blank line may complete across reads
-        try:
-            await conn.wait(timeout)
-        except TimeoutError:
-            raise ReadTimeout(f"no response for {timeout:g}s") from None
-
-
-_HEAD_END = re.compile(rb"\n\r?\n")
+                await conn.wait(timeout)
+            except TimeoutError:
+                raise ReadTimeout(f"no response for {timeout:g}s") from None
+        return conn.head
 
 
 class _NothingReceived(Exception):
@@ -620,6 +581,14 @@ class _NothingReceived(Exception):
 def _default_ssl_context() -> ssl.SSLContext:
     """Certificate verification with certifi's CA bundle when present (as httpx did), else
     the system's: slim images often have no system bundle."""
+    return ssl_context(None)
+
+
+def ssl_context(ca_bundle: str | None) -> ssl.SSLContext:
+    """Verification against `ca_bundle` (a PEM file) when given, else `_default_ssl_context`'s
+    choice."""
+    if ca_bundle is not None:
+        return ssl.create_default_context(cafile=ca_bundle)
     try:
         import certifi
     except ImportError:

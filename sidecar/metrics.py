@@ -1,8 +1,22 @@
-"""Prometheus metrics of one sidecar (its own registry, so several apps can share a process)."""
+"""Prometheus metrics of one sidecar (its own registry, so several apps can share a process).
+
+Besides the sidecar's own series, the registry carries prometheus_client's process, platform
+and GC collectors (`process_cpu_seconds_total`, `process_resident_memory_bytes`,
+`process_open_fds`, `python_info`, `python_gc_*`), as vLLM's `/metrics` does.
+"""
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+from prometheus_client import (
+    GC_COLLECTOR,
+    PLATFORM_COLLECTOR,
+    PROCESS_COLLECTOR,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 _LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300)
@@ -45,6 +59,26 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self.in_flight = Gauge(
+            "sidecar_requests_in_flight",
+            "Chat completion requests being served (received, response not finished)",
+            ["engine"],
+            registry=self.registry,
+        ).labels(engine)
+        self.prompt_tokens = Counter(
+            "sidecar_prompt_tokens",
+            "Prompt tokens of served chat completions, as the engine counted them",
+            ["engine"],
+            registry=self.registry,
+        ).labels(engine)
+        self.generation_tokens = Counter(
+            "sidecar_generation_tokens",
+            "Generated tokens of served chat completions, as the engine counted them",
+            ["engine"],
+            registry=self.registry,
+        ).labels(engine)
+        for collector in (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR):
+            self.registry.register(collector)
         self.engine = engine
 
         # Label children looked up once per label set (`labels()` costs ~10 us per request).
@@ -69,6 +103,10 @@ class Metrics:
         if status >= 400:
             self.errors.labels(self.engine, str(status), code or "unknown").inc()
         self._latency[stream].observe(seconds)
+
+    def tokens(self, prompt: int, generated: int) -> None:
+        self.prompt_tokens.inc(prompt)
+        self.generation_tokens.inc(generated)
 
     def first_token(self, seconds: float) -> None:
         self.ttft.labels(self.engine).observe(seconds)

@@ -114,8 +114,12 @@ class ChatTemplate:
         except jinja2.TemplateSyntaxError as exc:
             raise TemplateError(f"chat template {name}: line {exc.lineno}: {exc.message}") from None
         # The globals merged once: `Template.render` rebuilds this dict from a ChainMap on
-        # every call, a third of the rendering time of a short conversation.
+        # every call, a third of the rendering time of a short conversation. That path uses
+        # Jinja internals (`root_render_func`, `new_context`, `handle_exception`): only on
+        # the tested Jinja releases (`JINJA_TESTED`, pinned in pyproject.toml), else
+        # `Template.render`.
         self._globals = dict(self._template.globals)
+        self._fast = jinja_internals_usable(self._template)
 
     @classmethod
     def builtin(cls, family: str | None, tool_parser: str | None) -> ChatTemplate:
@@ -149,6 +153,8 @@ class ChatTemplate:
         }
         template = self._template
         try:
+            if not self._fast:
+                return template.render(context)
             try:
                 # What `Template.render` does, with the globals already in `context`.
                 return "".join(template.root_render_func(template.new_context(context, True)))
@@ -167,6 +173,22 @@ class ChatTemplate:
             raise APIError(
                 400, f"chat template failed on these messages: {exc!r}", param="messages"
             ) from None
+
+
+JINJA_TESTED = ((3, 1), (3, 2))  # Jinja releases whose internals `render` was tested with
+
+
+def jinja_internals_usable(template: jinja2.Template) -> bool:
+    """Whether this Jinja is a tested release with the internals the fast render uses."""
+    parts = tuple(int(p) for p in jinja2.__version__.split(".")[:2] if p.isdigit())
+    low, high = JINJA_TESTED
+    return (
+        len(parts) == 2
+        and low <= parts < high
+        and callable(getattr(template, "root_render_func", None))
+        and callable(getattr(template, "new_context", None))
+        and callable(getattr(template.environment, "handle_exception", None))
+    )
 
 
 def read_template_file(path: Path) -> str:

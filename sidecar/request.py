@@ -69,31 +69,11 @@ class ChatRequest:
     tools: list[dict[str, Any]] = field(default_factory=list)
     tool_choice: ToolChoice = field(default_factory=lambda: ToolChoice("auto"))
     response_format: ResponseFormat | None = None
-    structural_tag: bool = False  # any structural-tag spelling (docs/parser-selection.md)
+    # The structural tag asked for, in any spelling (docs/parser-selection.md), as an object.
+    structural_tag: Mapping[str, Any] | None = None
     thinking: Any = None  # the thinking controls, checked by `parsers.policy`
     reasoning_effort: Any = None
     chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
-
-    def policy_view(self) -> dict[str, Any]:
-        """The validated request in the shape the request policy reads (`parsers.policy`):
-        typed values only, never the client's raw body."""
-        view: dict[str, Any] = {"tools": self.tools}
-        choice = self.tool_choice
-        if choice.mode == "named":
-            view["tool_choice"] = {"type": "function", "function": {"name": choice.name}}
-        else:
-            view["tool_choice"] = choice.mode
-        if self.response_format is not None:
-            view["response_format"] = {"type": self.response_format.type}
-        if self.structural_tag:
-            view["structural_tag"] = True
-        for name in ("thinking", "reasoning_effort"):
-            value = getattr(self, name)
-            if value is not None:
-                view[name] = value
-        if self.chat_template_kwargs:
-            view["chat_template_kwargs"] = self.chat_template_kwargs
-        return view
 
 
 def _wrong(path: str, expected: str, value: object) -> APIError:
@@ -343,12 +323,34 @@ def _response_format(body: Mapping[str, Any]) -> ResponseFormat | None:
     return ResponseFormat(kind)
 
 
-def _structural_tag(body: Mapping[str, Any], fmt: ResponseFormat | None) -> bool:
+def _structural_tag(
+    body: Mapping[str, Any], fmt: ResponseFormat | None
+) -> Mapping[str, Any] | None:
+    """The structural tag in any spelling: `response_format` of that type, vLLM's
+    `structured_outputs.structural_tag` or its older top-level `structural_tag` (each a JSON
+    object, or a string holding one, as vLLM takes them)."""
+    if fmt is not None and fmt.structural_tag is not None:
+        return fmt.structural_tag
     outputs = _object(body.get("structured_outputs"), "structured_outputs")
-    tagged = fmt is not None and fmt.type == "structural_tag"
     if outputs is not None and outputs.get("structural_tag") is not None:
-        tagged = True
-    return tagged or body.get("structural_tag") is not None
+        return _tag_object(outputs["structural_tag"], "structured_outputs.structural_tag")
+    if body.get("structural_tag") is not None:
+        return _tag_object(body["structural_tag"], "structural_tag")
+    return None
+
+
+def _tag_object(value: Any, path: str) -> Mapping[str, Any]:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except (ValueError, RecursionError):
+            raise bad_request(
+                f"'{path}' must be a JSON object or a string holding one", path
+            ) from None
+    if not isinstance(value, dict):
+        raise _wrong(path, "a JSON object or a string holding one", value)
+    check_free_form(value, path)
+    return value
 
 
 # The body fields `_sampling` reads: Sampling's own names, and OpenAI's newer max_tokens name.

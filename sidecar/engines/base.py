@@ -18,6 +18,8 @@ class EngineRequest:
     sampling: Sampling
     stream: bool
     guided_json: Mapping[str, Any] | None = None  # JSON schema the output must follow
+    # A structural tag the output must follow (its JSON object), when no guided JSON is asked.
+    structural_tag: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -174,11 +176,18 @@ class CompletionsAdapter(EngineAdapter):
             body["stream_options"] = {"include_usage": True}
         if request.guided_json is not None:
             body.update(self.guided_fields(request.guided_json))
+        elif request.structural_tag is not None:
+            body.update(self.structural_tag_fields(request.structural_tag))
         return body
 
     @abstractmethod
     def guided_fields(self, schema: Mapping[str, Any]) -> dict[str, Any]:
         """The engine's own request field(s) asking for output that follows `schema`."""
+
+    def structural_tag_fields(self, tag: Mapping[str, Any]) -> dict[str, Any]:
+        """The engine's own request field(s) asking for output that follows a structural tag
+        (`response_format: {"type": "structural_tag", ...}`, as vLLM and trtllm-serve take)."""
+        return {"response_format": {**tag, "type": "structural_tag"}}
 
     def decoder(self) -> StreamDecoder:
         return CompletionsDecoder()

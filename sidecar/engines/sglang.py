@@ -108,6 +108,9 @@ class SGLangAdapter(EngineAdapter):
         params["skip_special_tokens"] = False  # parsers need the markup tokens in the text
         if request.guided_json is not None:
             params["json_schema"] = json.dumps(request.guided_json, ensure_ascii=False)
+        elif request.structural_tag is not None:  # SGLang takes it as a JSON string
+            tag = {**request.structural_tag, "type": "structural_tag"}
+            params["structural_tag"] = json.dumps(tag, ensure_ascii=False)
         return {"text": request.prompt, "sampling_params": params, "stream": request.stream}
 
     def decoder(self) -> StreamDecoder:

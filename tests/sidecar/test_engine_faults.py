@@ -68,6 +68,9 @@ def _reply(fault: str, stream: bool) -> bytes:
     if fault == "busy":
         error = b'{"object":"error","message":"too many requests","code":429}'
         return _response(error, "429 Too Many Requests", b"retry-after: 7\r\n")
+    if fault == "hugeerror":  # announces 50 MB, sends 200 KB, then holds the connection
+        head = b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 50000000\r\n\r\n"
+        return head + b'{"message": "' + b"e" * 200_000
     if fault == "long":
         long_event = json.dumps(_chunk(LONG_TEXT)).encode()
         return _sse(long_event, json.dumps(_chunk("", "stop")).encode())
@@ -112,7 +115,7 @@ class MisbehavingEngine:
             reply = _reply(fault, bool(request.get("stream")))
             try:
                 conn.sendall(reply)
-                if fault == "bighead":  # hold the connection until the sidecar closes it
+                if fault in ("bighead", "hugeerror"):  # hold it until the sidecar closes it
                     conn.settimeout(30)
                     while conn.recv(65536):
                         pass
@@ -161,7 +164,7 @@ def test_an_over_limit_head_is_a_prompt_502(sidecar_url: str) -> None:
     error, elapsed = _timed(call)
     assert error.status_code == 502 and elapsed < 5  # the engine timeout is 30 s
     assert isinstance(error.body, dict) and error.body["code"] == "engine_protocol_error"
-    assert "head larger than" in error.message
+    assert "head larger than" in error.message or "more than 100 header lines" in error.message
 
 
 @pytest.mark.parametrize("fault", ["deep", "surrogate"])
@@ -206,3 +209,14 @@ def test_one_long_sse_line_arrives_whole(sidecar_url: str) -> None:
     )
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text == LONG_TEXT
+
+
+def test_a_huge_engine_error_body_is_not_waited_for(sidecar_url: str) -> None:
+    def call() -> openai.APIStatusError:
+        with pytest.raises(openai.APIStatusError) as info:
+            _client(sidecar_url).chat.completions.create(model="m", messages=_messages("hugeerror"))
+        return info.value
+
+    error, elapsed = _timed(call)
+    assert error.status_code == 502 and elapsed < 5  # the engine timeout is 30 s
+    assert isinstance(error.body, dict) and error.body["code"] == "engine_error"

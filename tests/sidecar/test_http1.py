@@ -461,7 +461,8 @@ def test_an_endless_head_is_refused_at_once_not_at_the_timeout() -> None:
         return str(caught.value), elapsed
 
     message, elapsed = run(with_server(answer_each(reply), main))
-    assert "larger than 65536 bytes" in message and elapsed < 5
+    assert "larger than 65536" in message or "more than 100 header lines" in message
+    assert elapsed < 5
 
 
 def test_bad_chunk_framing_is_a_protocol_error() -> None:
@@ -473,10 +474,13 @@ def test_bad_chunk_framing_is_a_protocol_error() -> None:
     async def main(server: Server) -> None:
         c = client(server.url)
         for _ in replies:
-            response = await c.request("GET", "/")
+            # Raised by `request` when the bad framing arrived with the head, else by `read`.
             with pytest.raises(http1.ProtocolError):
-                await response.read()
-            await response.aclose()
+                response = await c.request("GET", "/")
+                try:
+                    await response.read()
+                finally:
+                    await response.aclose()
         await c.aclose()
 
     async def handler_main() -> None:
@@ -507,7 +511,7 @@ def test_connection_closed_inside_the_body() -> None:
         async with server:
             return await main(server)
 
-    assert "95 body bytes missing" in run(outer())
+    assert "closed inside the body" in run(outer())
 
 
 def test_interim_responses_are_skipped_and_empty_bodies_done() -> None:
@@ -612,21 +616,13 @@ def test_expired_idle_connections_are_not_reused(monkeypatch: pytest.MonkeyPatch
     assert run(with_server(answer_each(OK, OK), main)) == 2
 
 
-def test_pure_parsing_helpers() -> None:
-    assert http1.parse_status_line(b"HTTP/1.0 404 Not Found\r\n") == (404, "Not Found", True)
-    assert http1.parse_status_line(b"HTTP/1.1 200\r\n") == (200, "", False)
-    assert http1.parse_header_line(b"Content-Type:  a/b \r\n") == ("content-type", "a/b")
-    assert http1.parse_chunk_size(b"1f;name=v\r\n") == 31
-    for bad in (b"\r\n", b"-1\r\n", b"0x10\r\n", b"g\r\n"):
-        with pytest.raises(http1.ProtocolError):
-            http1.parse_chunk_size(bad)
+def test_pure_helpers() -> None:
     head = http1.Head(200, "OK", (("transfer-encoding", "gzip, chunked"),))
-    assert http1.body_framing("GET", head) == ("chunked", 0)
-    assert http1.body_framing("HEAD", head) == ("none", 0)
-    old = http1.Head(200, "OK", (("content-length", "3"),), http10=True)
-    assert not http1.keeps_alive(old, "length")
-    kept = http1.Head(200, "OK", (("connection", "Keep-Alive"), ("content-length", "3")), True)
-    assert http1.keeps_alive(kept, "length")
+    assert not http1.close_delimited(head)
+    assert http1.close_delimited(http1.Head(200, "OK", (("transfer-encoding", "gzip"),)))
+    assert http1.close_delimited(http1.Head(200, "OK", ()))
+    assert not http1.close_delimited(http1.Head(204, "No Content", ()))
+    assert not http1.close_delimited(http1.Head(200, "OK", (("content-length", "3"),)))
     assert http1.Origin.from_url("https://[::1]/p/").host_header == "[::1]"
     assert http1.Origin.from_url("http://h:8000/p/") == http1.Origin("http", "h", 8000, "/p")
     with pytest.raises(ValueError):
@@ -637,20 +633,28 @@ CHUNKED = b"5;x=1\r\nhello\r\n1A\r\n" + b"z" * 26 + b"\r\n0\r\nx-trailer: 1\r\n\
 
 
 @pytest.mark.parametrize("size", [1, 2, 3, 7, len(CHUNKED)])
-def test_chunked_decoder_gives_the_payload_however_the_bytes_are_split(size: int) -> None:
-    decoder = http1.ChunkedDecoder()
-    out = b""
-    for at in range(0, len(CHUNKED), size):
-        assert not decoder.done
-        out += decoder.feed(CHUNKED[at : at + size])
-    assert out == b"hello" + b"z" * 26
-    assert decoder.done and decoder.extra == b""
+def test_a_chunked_body_however_the_bytes_are_split(size: int) -> None:
+    head = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
 
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, n: int) -> None:
+        while await server.read_request(r) is not None:
+            reply = head + CHUNKED
+            for at in range(0, len(reply), size):
+                w.write(reply[at : at + size])
+                await w.drain()
+                await asyncio.sleep(0)
 
-def test_chunked_decoder_keeps_bytes_after_the_end() -> None:
-    decoder = http1.ChunkedDecoder()
-    assert decoder.feed(b"2\r\nok\r\n0\r\n\r\nHTTP/1.1 200") == b"ok"
-    assert decoder.done and decoder.extra == b"HTTP/1.1 200"
+    server = Server(handler)
+
+    async def main() -> tuple[bytes, bytes, int]:
+        async with server:
+            c = client(server.url)
+            first = await (await c.request("GET", "/")).read()
+            second = await (await c.request("GET", "/")).read()  # the connection is reused
+            await c.aclose()
+            return first, second, server.connections
+
+    assert run(main()) == (b"hello" + b"z" * 26, b"hello" + b"z" * 26, 1)
 
 
 def test_bytes_after_a_chunked_body_make_the_connection_unusable() -> None:

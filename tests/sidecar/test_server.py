@@ -240,3 +240,70 @@ def test_expect_100_continue_keeps_the_order() -> None:
     assert interim == b"HTTP/1.1 100 Continue\r\n\r\n"
     assert everything.startswith(interim + b"HTTP/1.1 200 OK\r\n")
     assert everything.endswith(b"\r\n\r\nhello")
+
+
+# -- guards: the uvicorn and Jinja internals the sidecar relies on ------------------------
+
+
+def _pinned(requirement: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The `>=a.b,<c.d` range pyproject.toml pins for `requirement`."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "pyproject.toml").read_text()
+    found = re.search(rf'"{requirement}>=(\d+)\.(\d+),<(\d+)\.(\d+)"', text)
+    assert found, f"{requirement} is not pinned to a tested range in pyproject.toml"
+    a, b, c, d = map(int, found.groups())
+    return (a, b), (c, d)
+
+
+def test_the_uvicorn_internals_used_are_there_in_the_pinned_range() -> None:
+    from sidecar import server
+
+    assert _pinned("uvicorn") == server.UVICORN_TESTED
+    assert server._uvicorn_tested()  # the installed uvicorn is a tested one
+
+    async def main() -> None:
+        protocol, transport = await serve(json_app, GET)
+        await turns()
+        # what TimeoutsProtocol and SidecarHTTPProtocol read and override
+        for name in ("cycle", "flow", "transport", "loop", "timeout_keep_alive", "parser"):
+            assert hasattr(protocol, name), name
+        assert isinstance(protocol.flow.read_paused, bool)
+        for hook in ("on_message_begin", "on_headers_complete", "on_message_complete",
+                     "data_received", "connection_made", "connection_lost"):  # fmt: skip
+            assert callable(getattr(uvicorn.protocols.http.httptools_impl.HttpToolsProtocol,
+                                    hook)), hook  # fmt: skip
+        cycle = protocol.cycle
+        assert cycle is not None and hasattr(cycle, "response_started")
+        assert isinstance(cycle.transport, server._HeadWithBody)  # the wrap took effect
+        assert b"".join(transport.writes).startswith(b"HTTP/1.1 200 OK")
+        assert len(transport.writes) == 1
+
+    asyncio.run(main())
+
+
+def test_outside_the_tested_uvicorn_range_the_plain_protocol_serves(monkeypatch: Any) -> None:
+    from sidecar import server
+
+    monkeypatch.setattr(uvicorn, "__version__", "0.99.0")
+    assert server_options()["http"] is server.TimeoutsProtocol
+    monkeypatch.setattr(uvicorn, "__version__", "0.54.0")
+    assert server_options()["http"] is SidecarHTTPProtocol
+
+
+def test_the_jinja_internals_used_are_there_and_the_fallback_renders_the_same(
+    monkeypatch: Any,
+) -> None:
+    import jinja2
+
+    from sidecar import prompt
+
+    assert _pinned("jinja2") == prompt.JINJA_TESTED
+    template = prompt.ChatTemplate.builtin("qwen3", "hermes")
+    assert template._fast  # the installed Jinja is a tested one, with those internals
+    fast = template.render(prompt.SAMPLE_MESSAGES, prompt.SAMPLE_TOOLS, thinking=True)
+    monkeypatch.setattr(jinja2, "__version__", "9.0.0")
+    slow_template = prompt.ChatTemplate.builtin("qwen3", "hermes")
+    assert not slow_template._fast
+    assert slow_template.render(prompt.SAMPLE_MESSAGES, prompt.SAMPLE_TOOLS, thinking=True) == fast

@@ -431,3 +431,50 @@ def test_send_raising_oserror_ends_the_stream_and_cancels_the_engine(
     _wait_for(lambda: deployment.engine.cancelled >= cancelled + 1)
     metrics = app.sidecar.metrics.render().decode()
     assert 'sidecar_requests_total{engine="' + deployment.kind + '",status="499"} 1.0' in metrics
+
+
+TAG = {
+    "type": "structural_tag",
+    "structures": [{"begin": "<tool_call>", "schema": {"type": "object"}, "end": "</tool_call>"}],
+    "triggers": ["<tool_call>"],
+}
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        {"response_format": TAG},
+        {"structured_outputs": {"structural_tag": json.dumps(TAG)}},
+        {"structural_tag": json.dumps(TAG)},
+    ],
+    ids=["response_format", "structured_outputs", "top-level"],
+)
+def test_structural_tag_requests_take_v1_and_reach_the_engine(
+    deployment: Deployment, extra: dict[str, Any]
+) -> None:
+    """docs/parser-selection.md: any structural-tag spelling is a structural-tag request (V1
+    under the family defaults, also for Qwen3-Coder whose unforced default is V2); the tag is
+    passed to the engine in its own field."""
+    url = deployment.sidecar("qwen3_coder", "qwen3")
+    body = {"model": MODEL, "messages": USER, "tools": TOOLS, **extra}
+    response = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=20)
+    assert response.status_code == 200, response.text
+    assert response.headers["x-parser-route"] == "legacy_jail"
+    plain = httpx.post(f"{url}/v1/chat/completions", json={"messages": USER, "tools": TOOLS})
+    assert plain.headers["x-parser-route"] == "parser_v2"  # the tag is what moved it
+    sent = deployment.engine.requests[-2]
+    if deployment.kind == "sglang":
+        assert json.loads(sent["sampling_params"]["structural_tag"]) == TAG
+    else:
+        assert sent["response_format"] == TAG
+
+
+def test_a_structural_tag_that_is_not_an_object_is_a_400(deployment: Deployment) -> None:
+    url = deployment.sidecar("qwen3_coder", "qwen3")
+    for extra, param in (
+        ({"structured_outputs": {"structural_tag": "[1]"}}, "structured_outputs.structural_tag"),
+        ({"structural_tag": 5}, "structural_tag"),
+    ):
+        body = {"messages": USER, **extra}
+        response = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=20)
+        assert response.status_code == 400 and response.json()["error"]["param"] == param
