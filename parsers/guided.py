@@ -225,24 +225,31 @@ class GuidedScanner(CallScanner):
         self._args: JsonValueReader | None = None
         self._committed = False
         self._ncalls = 0
+        self._seen = 0  # characters fed so far
+        self._call_from = 0  # where the open call's text starts (its raw text, for V1)
 
     def _reject_or_close(self, text: str, i: int, events: list[Event]) -> ScanResult:
         if not self._committed and not events:
             return ScanResult([], "reject", "".join(self._fed))
-        events.extend(self._close_open())
+        events.extend(self._close_open(self._seen - len(text) + i))
         return ScanResult(events, "done", text[i:])
 
-    def _close_open(self) -> list[Event]:
+    def _close_open(self, upto: int) -> list[Event]:
+        """End the open call, cut off at `upto` (never repaired); its raw text goes with it,
+        so V1, which sent nothing yet, returns it as content (lossless)."""
+        raw = "".join(self._fed)[self._call_from : upto]
         if self._obj is not None and not self._obj.done:
-            ev = self._obj.force_close()
+            ev = self._obj.force_close(raw)
             self._obj = None
             return ev
         if self._args is not None and not self._args.done:
             self._args = None
-            return [CallEnd(False)]  # never repaired: the arguments as streamed
+            return [CallEnd(False, raw)]
         return []
 
     def feed(self, text: str) -> ScanResult:
+        base = self._seen
+        self._seen += len(text)
         self._fed.append(text)
         events: list[Event] = []
         i = 0
@@ -278,6 +285,7 @@ class GuidedScanner(CallScanner):
                 i += 1
                 continue
             if st == "start":
+                self._call_from = base + i
                 if self._named is not None and c == "{":
                     self._args = JsonValueReader(keep_space=True)
                     events.append(CallBegin(self._named))
@@ -297,6 +305,7 @@ class GuidedScanner(CallScanner):
                     self._state = "after"
                     continue
                 self._obj = JsonCallObject()
+                self._call_from = base + i
                 self._state = "elem"
             elif st == "sep":
                 if c == ",":
@@ -318,4 +327,4 @@ class GuidedScanner(CallScanner):
                 return ScanResult([CallArgs(tail), CallEnd()], "done")
         if not self._committed:
             return ScanResult([], "reject", "".join(self._fed))
-        return ScanResult(self._close_open(), "done")
+        return ScanResult(self._close_open(self._seen), "done")

@@ -68,6 +68,10 @@ class MarkerSet:
         m = self._re.match(text, pos) if self._re is not None else None
         if m is not None:
             return m.group()
+        # (a proper prefix is shorter than the longest marker: never slice the whole rest,
+        # which made a scan over many tags quadratic)
+        if len(text) - pos >= self.maxlen:
+            return False
         return None if text[pos:] in self._prefixes else False
 
     def is_partial(self, tail: str) -> bool:

@@ -51,6 +51,9 @@ def json_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+_BARE_STOP = re.compile(r"[,}\]<]")
+
+
 def bare_value_json(token: str) -> str:
     """JSON for an undelimited value: number, boolean, null, or (a slip) a bare word string."""
     text = token.strip()
@@ -260,8 +263,12 @@ class CallScanner(Record):
                 if c in ",}]":
                     self._bare_close()
                     continue  # the terminator is handled by the enclosing container
-                self._bare += c
-                i += 1
+                # the whole run up to a terminator or `<` at once: a character at a time
+                # copies the growing word each time (quadratic on a long bare run)
+                m = _BARE_STOP.search(text, i + 1)
+                j = m.start() if m is not None else n
+                self._bare += text[i:j]
+                i = j
             elif not self._body_char(c):
                 return self._fail(i)
             else:

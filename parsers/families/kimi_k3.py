@@ -440,7 +440,8 @@ class KimiK3Machine(FamilyMachine):
                 pos = n
                 break
             if state == "guided":
-                pos = self._run_guided(data, pos, out, final)
+                data, pos = self._run_guided(data, pos, out, final)
+                n = len(data)
                 if self._state == "guided":
                     break
                 continue
@@ -487,7 +488,8 @@ class KimiK3Machine(FamilyMachine):
             return False
         return marker.name in _REGION_OPENERS and quotes.quoted(marker.raw[0])
 
-    def _run_guided(self, data: str, pos: int, out: list[Event], final: bool) -> int:
+    def _run_guided(self, data: str, pos: int, out: list[Event], final: bool) -> tuple[str, int]:
+        """Feed the guided scanner; (the text to go on with, its position)."""
         scanner = self._guided
         assert scanner is not None
         res = scanner.feed(data[pos:])
@@ -496,14 +498,14 @@ class KimiK3Machine(FamilyMachine):
             res = ScanResult(res.events + end.events, end.status, end.rest)
         out.extend(res.events)
         if res.status == "more":
-            return len(data)
+            return data, len(data)
         self._guided = None
         self._state = self._guided_return
         if res.status == "done":
-            return len(data) - len(res.rest)
-        # not guided JSON after all: everything since its start is text again
-        self._run(res.rest, out, final)
-        return len(data)
+            return data, len(data) - len(res.rest)
+        # not guided JSON after all: everything since its start is text again, scanned by
+        # this same loop (so what it holds back is kept, not overwritten)
+        return res.rest, 0
 
     # -- plain text --
 

@@ -435,7 +435,11 @@ class Qwen3CoderScanner(CallScanner):
             elif st == "name":
                 end = buf.text.find(">")
                 if end < 0:
-                    if len(buf.text) > _MAX_NAME or "\n" in buf.text or "<" in buf.text:
+                    # not a name once what arrived cannot become one (the same test as
+                    # below, so a split inside the tag decides as the whole text does)
+                    if len(buf.text) > _MAX_NAME or any(
+                        c in _NOT_IN_NAME for c in buf.text.strip()
+                    ):
                         if not self._committed:
                             return self._reject()
                         return ScanResult(events, "done", buf.rest())
