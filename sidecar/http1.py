@@ -1,7 +1,7 @@
 """A lean asyncio HTTP/1.1 client for the engine calls: keep-alive pool, streamed bodies.
 
 Why not httpx: on loopback its per-request machinery (httpx, httpcore, h11, anyio) cost about
-1.3 ms per proxied request, more than the sidecar's whole added-latency budget (1 ms at p50).
+1.3 ms per proxied request, more than the whole added latency of the sidecar today.
 This client does only what the sidecar needs, against one origin: requests with a complete
 body; responses framed by Content-Length, chunked transfer-encoding or connection close;
 interim 1xx responses skipped; a timeout on connecting and on every read; idle keep-alive
