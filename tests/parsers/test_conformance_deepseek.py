@@ -14,7 +14,7 @@ Sources (cited per test):
 Every case runs batch (`parsers.parse`) and streaming (`parsers.stream`, character by character
 and a 3-way split, via `parser_check.run`) in both generations where the family has both.
 
-Adaptations (our spec decides differently; shared/spec/parsers.md):
+Adaptations (our contract decides differently; docs/parsers.md):
 - BLANKS: whitespace right before a call block is markup (spec §2 GLM example `I'll check the
   weather for you. <tool_call>…` gives content without the blank; docs/parsers.md "Blanks
   around calls"), so `"Let me check. " + block` gives content `"Let me check."`.

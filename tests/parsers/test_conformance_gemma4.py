@@ -12,7 +12,7 @@ Sources (cited per test):
 Each case runs batch and streaming (character by character and a 3-way split, via
 `parser_check.run`) in both generations.
 
-Adaptations (our spec decides differently; shared/spec/parsers.md):
+Adaptations (our contract decides differently; docs/parsers.md):
 - BLANKS: whitespace right before a call is markup (spec §2 GLM example; docs "Blanks around
   calls"): Dynamo's `"Sure thing.  All set."` is `"Sure thing. All set."` here.
 - CUT: "A call without `<tool_call|>` at the end of output is returned as content" (spec §2

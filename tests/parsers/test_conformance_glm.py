@@ -5,7 +5,7 @@ Ported from vLLM `tests/tool_parsers/test_glm4_moe_tool_parser.py`,
 (VLLM), SGLang `test_glm4_moe_detector.py` (SGLANG) and Dynamo
 `lib/parsers/src/tool_calling/xml/glm47_parser.rs` tests and fixture `glm47.rs` (DYNAMO).
 Token streaming becomes character chunks; `parser_check.run` also asserts batch == streaming.
-Adaptations cite `shared/spec/parsers.md`.
+Adaptations cite `docs/parsers.md`.
 """
 
 from __future__ import annotations

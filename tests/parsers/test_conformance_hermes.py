@@ -5,7 +5,7 @@ Ported from vLLM `tests/tool_parsers/test_hermes_tool_parser.py` (VLLM), SGLang
 `lib/parsers/src/tool_calling/test_cases/fixtures/hermes.rs` (DYNAMO). Token-by-token and
 `stream_interval` feeding become fixed-size character chunks; each case runs in both
 generations unless it is about a documented V1/V2 difference. Adaptations are commented with
-the spec line (`shared/spec/parsers.md`) that decides them.
+the contract line (`docs/parsers.md`) that decides them.
 """
 
 from __future__ import annotations

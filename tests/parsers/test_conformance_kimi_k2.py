@@ -11,7 +11,7 @@ Sources (cited per test):
 Each case runs batch and streaming (character by character and a 3-way split, via
 `parser_check.run`) in both generations.
 
-Adaptations (our spec decides differently; shared/spec/parsers.md):
+Adaptations (our contract decides differently; docs/parsers.md):
 - BLANKS: whitespace right before a call section is markup (spec §2 GLM example; the blank
   rule of docs/parsers.md), so `"I'll check. " + section` gives content `"I'll check."`.
 - KEEP: text inside a section that is not a call, and text after the section, is content

@@ -5,7 +5,7 @@ Ported from vLLM `tests/tool_parsers/test_qwen3coder_tool_parser.py`,
 `test_qwen3_coder_detector.py` (SGLANG) and Dynamo
 `lib/parsers/src/tool_calling/test_cases/fixtures/qwen3_coder.rs` (DYNAMO). Token streaming
 becomes character chunks (every case also goes through `parser_check.run`: batch, per-character
-and 3-way streaming agree). Adaptations cite `shared/spec/parsers.md`.
+and 3-way streaming agree). Adaptations cite `docs/parsers.md`.
 """
 
 from __future__ import annotations
