@@ -1,6 +1,6 @@
 """Tool-call and reasoning parsing for eight model families, in two generations.
 
-Public API (spec `parsers.md`): `parse`, `StreamParser`, `stream`, `load_settings`,
+Public API (docs/parsers.md): `parse`, `StreamParser`, `stream`, `load_settings`,
 `select_route`, the result types and the typed errors.
 """
 

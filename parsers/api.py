@@ -159,7 +159,7 @@ def parse(
 ) -> ParsedMessage:
     """Parse a whole response (batch): the same engine fed once, so batch equals streaming.
 
-    One batch-only rule (spec, DeepSeek V4.1): without prefill information, a leading unquoted
+    One batch-only rule (parsers.md, DeepSeek V4.1): without prefill information, a leading unquoted
     `</think>` with no opener means the text before it was reasoning.
     """
     plan = make_plan(

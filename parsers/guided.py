@@ -1,4 +1,4 @@
-"""JSON call objects and guided-JSON output of forced tool choices (spec section 5).
+"""JSON call objects and guided-JSON output of forced tool choices (docs/parser-selection.md).
 
 `JsonCallObject` reads `{"name": N, "arguments"|"parameters": ARGS}` incrementally (Hermes
 calls and the `required` guided array use it). `GuidedScanner` is a `CallScanner` for the whole

@@ -1,4 +1,4 @@
-"""Tool-call ids: `call-` + a random UUID unless the family has native ids (spec section 2)."""
+"""Tool-call ids: `call-` + a random UUID unless the family has native ids (docs/parsers.md)."""
 
 from __future__ import annotations
 

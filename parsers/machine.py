@@ -1,7 +1,7 @@
 """The state machine for marker families, in both generations.
 
 One machine splits reasoning, content and call regions; the family's `CallScanner` reads the
-calls. The generation switches the behaviours spec section 3 names:
+calls. The generation switches the behaviours docs/parsers.md "V1 and V2" names:
 
 * V2 (unified): quote-aware (markers in quotes/code are prose), calls stream through the
   scanner as they arrive, tool_choice `none` strips call markup, thinking off removes the

@@ -1,6 +1,6 @@
 """The per-request parse plan: the one object the parser engines consume.
 
-The request policy (`parsers.policy`, spec sections 4-5) turns settings + request + rendered
+The request policy (`parsers.policy`, docs/parser-selection.md) turns settings + request + rendered
 prompt into a `ParsePlan`; the engines (`parsers.v1`, `parsers.v2`) only follow it. Keeping
 the decision here, apart from the state machines, lets both be tested on their own.
 """

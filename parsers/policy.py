@@ -1,4 +1,4 @@
-"""Request policy (spec section 5): settings + request + rendered prompt -> ParsePlan.
+"""Request policy (docs/parser-selection.md): settings + request + rendered prompt -> ParsePlan.
 
 Everything here is a pure function of its arguments. Request mistakes raise `InvalidRequest`
 (HTTP 400) with `param` naming the offending field, before any parsing starts; the route
@@ -17,7 +17,7 @@ from parsers.record import Frozen, set_field
 from parsers.routing import ToolChoice, is_structural_tag, parse_tool_choice, route_for
 from parsers.settings import ParserSettings, Version, check_generation, family_by_key, resolve_pair
 
-# reasoning_effort accepted per family. DeepSeek V4.1 renders it into the prompt (spec); the
+# reasoning_effort accepted per family. DeepSeek V4.1 renders it into the prompt (parsers.md); the
 # other families' templates ignore it, so they accept the OpenAI values and only "none" has an
 # effect there (thinking off).
 _OPENAI_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
@@ -174,8 +174,8 @@ def asked_thinking(
 
 
 def resolve_thinking(settings: ParserSettings, request: Mapping[str, Any]) -> bool:
-    """Whether thinking is on: the request's own controls first (first decided wins), then the
-    configured default, then the family's.
+    """Whether thinking is on, by the precedence of docs/parser-selection.md (first decided wins):
+    the request's own controls, then the configured default, then the family's.
 
     The sidecar calls this before rendering the prompt; `plan_request` then also looks at the
     rendered prompt's prefill.

@@ -1,4 +1,4 @@
-"""Registry of model families and their parser names (spec section 2).
+"""Registry of model families and their parser names (docs/parsers.md).
 
 Names are case-insensitive and `-`/`_` are equivalent. A deployment names a tool-call parser
 and/or a reasoning parser; both must belong to one family when both are set.

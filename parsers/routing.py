@@ -1,4 +1,4 @@
-"""Route selection (spec section 4): one pure function of (settings, request).
+"""Route selection (docs/parser-selection.md): one pure function of (settings, request).
 
 The request is the OpenAI chat-completion body as a mapping. Only three things in it matter
 for the route: the `tool_choice` mode, whether it is a structural-tag request, and (through
@@ -57,7 +57,7 @@ class ToolChoice(Frozen):
 
 PASS_THROUGH = Route("pass_through", None, None)
 
-# Family defaults under unset/`auto` (spec section 4), kept as data: tool parsers whose
+# Family defaults under unset/`auto` (docs/parser-selection.md), kept as data: tool parsers whose
 # unforced, non-structural-tag requests go to V2. V2-only families come from the registry.
 # (The isolation tests monkeypatch this to prove the default-route test can fail.)
 V2_DEFAULT_TOOL_PARSERS: frozenset[str] = frozenset({"qwen3_coder"})

@@ -136,7 +136,7 @@ def _structured(text: str) -> Any:
 
 
 def convert_by_type(text: str, t: str | None) -> Any:
-    """Convert `text` by the type name `t` (the rules of spec section 2, Qwen3-Coder).
+    """Convert `text` by the type name `t` (the rules of docs/parsers.md, Qwen3-Coder).
 
     string types stay strings; integer -> int; number -> int/float keeping the value (`2.50`
     -> 2.5, `1e-3` -> 0.001, `42.0` -> 42.0 stays a float unless written as an integer);

@@ -1,4 +1,4 @@
-"""Deployment settings, read and validated once at startup (spec section 4).
+"""Deployment settings, read and validated once at startup (docs/parser-selection.md).
 
 `load_settings` is the only place that reads the environment; everything downstream receives the
 frozen `ParserSettings`. Every rejection is a `ConfigError` naming the variable or flag at fault

@@ -257,8 +257,10 @@ class DsmlScanner(CallScanner):
         """After blanks: (blanks, tag match), (blanks, None) for text that is no DSML tag,
         or None when more text is needed."""
         text = self._buf.text
-        stripped = text.lstrip(_BLANKS)
-        blanks = len(text) - len(stripped)
+        blanks = len(text) - len(text.lstrip(_BLANKS)) if text[:1] in _BLANKS else 0
+        # a window, not the rest of the buffer: a tag is at most _MAX_TAG long, and copying or
+        # matching the whole rest per tag made a run of unclosed tags quadratic
+        stripped = text[blanks : blanks + _MAX_TAG + 1]
         if not stripped:
             return None
         m = _TAG.match(stripped)

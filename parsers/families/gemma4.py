@@ -6,7 +6,7 @@ Calls: `<|tool_call>` opens a region read by `gemma4_call.CallScanner` (the ARGS
 Reasoning: `<|channel>` ... `<channel|>`, with the `thought\\n` channel label dropped. Gemma's
 reasoning is off unless the request turns thinking on (registry default); when it is off the
 reasoning parser does not run at all and the channel markers stay in the content, in both
-generations (the family rule of spec section 2 wins over the generic V2 marker stripping).
+generations (the family rule of docs/parsers.md wins over the generic V2 marker stripping).
 
 The marker machine (`parsers.machine.MarkerMachine`) does the splitting, hold-back, quote
 awareness and jail; this module adds the call scanner, the labelled opener

@@ -1,6 +1,6 @@
 """Incremental scanner for one Gemma 4 tool call: the text after `<|tool_call>`.
 
-Grammar (spec section 2, Gemma 4): `call:NAME{ARGS}<tool_call|>`, where ARGS is a
+Grammar (docs/parsers.md, Gemma 4): `call:NAME{ARGS}<tool_call|>`, where ARGS is a
 brace-less object body with bare keys, `<|"|>`-delimited strings, numbers, `true`/`false`,
 `null`/`none`/`nil` (any case), nested `{}` and `[]`, and `key:` with no value meaning `""`.
 

@@ -1,4 +1,4 @@
-"""Kimi K2 / K2.5: tool parser `kimi_k2`, reasoning parser `kimi_k25` (spec section 2).
+"""Kimi K2 / K2.5: tool parser `kimi_k2`, reasoning parser `kimi_k25` (docs/parsers.md).
 
     <|tool_calls_section_begin|>
     <|tool_call_begin|>functions.NAME:IDX<|tool_call_argument_begin|>{JSON}<|tool_call_end|>

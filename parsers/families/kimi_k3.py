@@ -1,4 +1,4 @@
-"""Kimi K3 (`kimi_k3`, tool and reasoning parser): the XTML channel grammar (spec section 2).
+"""Kimi K3 (`kimi_k3`, tool and reasoning parser): the XTML channel grammar (docs/parsers.md).
 
     <|open|>think<|sep|>REASONING<|close|>think<|sep|>
     <|open|>response<|sep|>ANSWER<|close|>response<|sep|>

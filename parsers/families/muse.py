@@ -8,7 +8,7 @@ The prompt ends with `<|start|>assistant`, so the first message arrives as
 else is a tool channel whose body holds ATEM markup (`parsers.families.muse_atem`). Calls
 come only from tool-channel bodies. V2 only.
 
-Choices the spec leaves open (docs/parsers.md, Muse):
+Choices the contract leaves open (docs/parsers.md, Muse):
 * Output that does not start with a header is content (a headerless message), until a header.
 * A missing `<|eot|>` (or `<|eom|>`) at the end of output closes the last message normally.
 * A message also ends where the next header starts: `<|start|>`, or an unquoted `<|message|>`

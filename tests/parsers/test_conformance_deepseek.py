@@ -14,17 +14,17 @@ Sources (cited per test):
 Every case runs batch (`parsers.parse`) and streaming (`parsers.stream`, character by character
 and a 3-way split, via `parser_check.run`) in both generations where the family has both.
 
-Adaptations (our spec decides differently; shared/spec/parsers.md):
-- BLANKS: whitespace right before a call block is markup (spec §2 GLM example `I'll check the
+Adaptations (our contract decides differently; docs/parsers.md):
+- BLANKS: whitespace right before a call block is markup (parsers.md GLM example `I'll check the
   weather for you. <tool_call>…` gives content without the blank; docs/parsers.md "Blanks
   around calls"), so `"Let me check. " + block` gives content `"Let me check."`.
-- TRIM: `string="true"` values are trimmed (spec §2 DeepSeek V4: "gives the raw text
+- TRIM: `string="true"` values are trimmed (docs/parsers.md DeepSeek V4: "gives the raw text
   (trimmed)"); vLLM keeps `"Paris "`.
-- RAW: `string="true"` is never coerced by the schema (spec §2 DeepSeek V4: "`string="true"`
-  gives the raw text"), `string="false"` is JSON else a string, without schema (spec §2:
+- RAW: `string="true"` is never coerced by the schema (docs/parsers.md DeepSeek V4: "`string="true"`
+  gives the raw text"), `string="false"` is JSON else a string, without schema (docs/parsers.md:
   "parses as JSON, falling back to a string"; Dynamo does the same); vLLM's V3.2 engine parser
   coerces both by the schema (`"42"` -> 42, `null` -> `"null"` for a string schema).
-- KEEP: text after a block is content (spec §1 principle 1, lossless).
+- KEEP: text after a block is content (docs/parsers.md principle 1, lossless).
 """
 
 from __future__ import annotations
@@ -180,7 +180,7 @@ def test_vllm_v32_type_conversion_string_false(gen: int) -> None:
 
 @GENS
 def test_vllm_v32_string_true_stays_text(gen: int) -> None:
-    # RAW: vLLM's engine parser coerces this to 42 by the schema; the spec keeps the text.
+    # RAW: vLLM's engine parser coerces this to 42 by the schema; the contract keeps the text.
     text = block(invoke("score", ("value", "true", "42")))
     assert args_of(run(text, gen, tools=[SCORE], **T)) == [{"value": "42"}]
 
@@ -353,7 +353,7 @@ def test_vllm_v32_empty_arguments_streaming(gen: int) -> None:
 
 
 def test_vllm_v32_emits_arguments_before_invoke_completes() -> None:
-    # V2 only: V1 sends a call whole at the jail's end (spec §3).
+    # V2 only: V1 sends a call whole at the jail's end (docs/parsers.md "V1 and V2").
     partial = f'{TS}\n{INV}fn">\n{param("k", "val")}\n'
     got = deltas(lines(partial), 2, **T)
     before_end = "".join(
@@ -850,8 +850,8 @@ def test_dynamo_fixture_single_call_without_newlines(gen: int) -> None:
 
 @GENS
 def test_dynamo_fixture_missing_end_token_recovers(gen: int) -> None:
-    # Dynamo marks this KnownBroken (drops the call); the spec keeps every complete invoke
-    # when the outer close is missing (spec §2 DeepSeek V4).
+    # Dynamo marks this KnownBroken (drops the call); the contract keeps every complete invoke
+    # when the outer close is missing (docs/parsers.md DeepSeek V4).
     text = TS + f'{INV}get_weather">' + param("location", "Paris") + IE
     assert calls(run(text, gen, **T)) == [("get_weather", {"location": "Paris"})]
 
@@ -1020,7 +1020,7 @@ def test_recovered_invoke_goes_out_whole_at_its_close(gen: int) -> None:
 
 
 def test_recovery_tool_choice_none_v1_keeps_text() -> None:
-    # V1 does no tool parsing under `none`; V2 removes recognised call markup (spec §5),
+    # V1 does no tool parsing under `none`; V2 removes recognised call markup (parser-selection.md),
     # where vLLM keeps the text (docs/parsers.md, DeepSeek conformance notes).
     text = ORPHAN + TE
     v1 = run(text, 1, tools=[SEOUL], tool_choice="none", **NO_THINK)

@@ -12,15 +12,15 @@ Sources (cited per test):
 Each case runs batch and streaming (character by character and a 3-way split, via
 `parser_check.run`) in both generations.
 
-Adaptations (our spec decides differently; shared/spec/parsers.md):
-- BLANKS: whitespace right before a call is markup (spec §2 GLM example; docs "Blanks around
+Adaptations (our contract decides differently; docs/parsers.md):
+- BLANKS: whitespace right before a call is markup (docs/parsers.md GLM example; docs "Blanks around
   calls"): Dynamo's `"Sure thing.  All set."` is `"Sure thing. All set."` here.
-- CUT: "A call without `<tool_call|>` at the end of output is returned as content" (spec §2
+- CUT: "A call without `<tool_call|>` at the end of output is returned as content" (docs/parsers.md
   Gemma 4) holds for V1; V2 has streamed the call once its first `key:` arrived (principle 4)
   and closes it instead (docs/parsers.md, Gemma 4).
-- BARE: calls need `<|tool_call>` (spec §2 Gemma 4 grammar); vLLM's offline fallback also
+- BARE: calls need `<|tool_call>` (docs/parsers.md Gemma 4 grammar); vLLM's offline fallback also
   reads a bare `call:NAME{…}` in prose. Here that text is content.
-- STRAY: a `<channel|>` without an opener is content (lossless, spec §1 principle 1; the
+- STRAY: a `<channel|>` without an opener is content (lossless, docs/parsers.md principle 1; the
   stream cannot know in advance that earlier text was reasoning). vLLM's batch parser makes
   the text before it reasoning, its streaming parser drops the marker.
 - KEEP: end-of-turn text (`<turn|>`) in content is kept (principle 1); vLLM drops it.

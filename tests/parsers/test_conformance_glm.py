@@ -5,7 +5,7 @@ Ported from vLLM `tests/tool_parsers/test_glm4_moe_tool_parser.py`,
 (VLLM), SGLang `test_glm4_moe_detector.py` (SGLANG) and Dynamo
 `lib/parsers/src/tool_calling/xml/glm47_parser.rs` tests and fixture `glm47.rs` (DYNAMO).
 Token streaming becomes character chunks; `parser_check.run` also asserts batch == streaming.
-Adaptations cite `shared/spec/parsers.md`.
+Adaptations cite `docs/parsers.md`.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ EXTRACT = [
             "get_current_weather", ("city", "Seattle"), ("state", "WA"), ("unit", "celsius")
         ),
         [("get_current_weather", {"city": "Seattle", "state": "WA", "unit": "celsius"})],
-        # Adaptation (spec GLM example: `I'll check the weather for you. <tool_call>…` gives
+        # Adaptation (parsers.md GLM example: `I'll check the weather for you. <tool_call>…` gives
         # content without the blank): vLLM keeps the trailing space.
         "I'll help you check the weather.",
     ),
@@ -107,7 +107,7 @@ def test_vllm_thinking_then_call(gen: int) -> None:
     msg = run(text, gen, tools=[WEATHER], **G)
     assert calls(msg) == [("get_weather", {"city": "Beijing", "date": "2025-08-01"})]
     # Adaptation: vLLM's tool-parser test runs without a reasoning parser and gets the
-    # `<think>` block in content; with `glm45` configured it is reasoning (spec GLM family),
+    # `<think>` block in content; with `glm45` configured it is reasoning (parsers.md GLM family),
     # and the newline before the call is markup (docs "Blanks around calls").
     assert msg.reasoning_content == "I want to get the weather."
     assert msg.content == "\n\nI will help you get the weather."
@@ -159,7 +159,7 @@ def test_vllm_mixed_content_and_two_calls(gen: int) -> None:
         ("get_weather", {"city": "Beijing", "date": "2025-08-01"}),
         ("get_weather", {"city": "Shanghai", "date": "2025-08-01"}),
     ]
-    # Adaptation (spec 1.1 lossless; docs "Text after calls is kept"): vLLM returns only the
+    # Adaptation (principle 1 lossless; docs "Text after calls is kept"): vLLM returns only the
     # text before the first call; the text between the calls is content too.
     assert msg.content == (
         "I will help you get the weather info.\n\n"
@@ -190,7 +190,7 @@ def test_vllm_streaming_incremental_string_value(gen: int) -> None:
     ]
     s = feed(chunks, gen, tools=[WEATHER], **G)
     assert (s.names, s.call_args(0)) == ({0: "get_weather"}, {"city": "Beijing"})
-    if gen == 2:  # V2 streams the string as it arrives (spec 1.4)
+    if gen == 2:  # V2 streams the string as it arrives (principle 4)
         assert any("Bei" in f and "jing" not in f for f in s.fragments[0])
 
 
@@ -261,7 +261,7 @@ def test_vllm_long_string_streams_incrementally(gen: int) -> None:
     assert args["content"] == BUBBLE_SORT  # the newline next to `</arg_value>` is trimmed
     if gen == 2:
         assert len(s.fragments[0]) >= 10
-    else:  # V1 sends the call whole (spec 3)
+    else:  # V1 sends the call whole (docs/parsers.md 3)
         assert len(s.fragments[0]) == 1
 
 
@@ -277,7 +277,7 @@ def test_vllm_numeric_deserialization(gen: int) -> None:
     assert calls(run(text, gen, tools=[calc], **G)) == [
         ("calculate", {"operation": "add", "a": 42, "b": 3.14, "enabled": True})
     ]
-    # Adaptation (spec GLM "Values": "otherwise the schema type decides …; else a string,
+    # Adaptation (docs/parsers.md GLM "Values": "otherwise the schema type decides …; else a string,
     # kept as written"; Dynamo does the same): vLLM's test has no schema for `calculate` and
     # expects 42/3.14/true typed; without a schema we keep the strings.
     assert calls(run(text, gen, tools=[WEATHER], **G)) == [
@@ -397,7 +397,7 @@ def test_vllm_glm47_layouts(gen: int) -> None:
         ("<think></think>This is the rest", None, "This is the rest"),
         ("<think></think>", None, None),
         # vLLM's batch and stream disagree here (batch: all content); we follow its stream
-        # result, since batch must equal streaming (spec 1.2)
+        # result, since batch must equal streaming (principle 2)
         ("<think>This is a reasoning section", "This is a reasoning section", None),
     ],
 )
@@ -446,7 +446,7 @@ def test_sglang_undeclared_tool_is_returned(gen: int) -> None:
         "<tool_call>invalid_func\n<arg_key>city</arg_key>\n<arg_value>Beijing</arg_value>\n"
         "</tool_call>"
     )
-    # Adaptation (spec "Common rules": "A call to a tool the request did not declare is
+    # Adaptation (docs/parsers.md "Common rules": "A call to a tool the request did not declare is
     # returned (the client decides)"): SGLang and Dynamo drop it.
     assert calls(run(text, gen, tools=[CITY_DATE], **G)) == [("invalid_func", {"city": "Beijing"})]
 
@@ -533,7 +533,7 @@ def test_sglang_chinese_text_and_two_args(gen: int) -> None:
 def test_sglang_opener_then_newline_is_not_a_call_yet(gen: int) -> None:
     s = feed(["<tool_call>", "\n"], gen, tools=[WEATHER], **G)
     assert not any(d.tool_calls for ds in s.deltas for d in ds)
-    assert s.content == "<tool_call>\n"  # never became a call: verbatim (spec 1.1)
+    assert s.content == "<tool_call>\n"  # never became a call: verbatim (principle 1)
 
 
 @GENS
@@ -648,7 +648,7 @@ def test_dynamo_missing_end_recovers_v2() -> None:
 
 def test_dynamo_missing_end_v1_is_content() -> None:
     # V1 has sent nothing when the output ends inside the jail: the unparsed region is
-    # content (spec 3, "If nothing parses, the buffered text goes out as content"; vLLM
+    # content (docs/parsers.md 3, "If nothing parses, the buffered text goes out as content"; vLLM
     # agrees). Dynamo's own jail recovers it; documented in docs "Conformance notes".
     tail = "<tool_call>get_time<arg_key>tz</arg_key><arg_value>EST</arg_value>"
     msg = run(inline("get_weather", ("city", "NYC")) + tail, 1, **G)
@@ -694,7 +694,7 @@ GLM47_PROMPT = "[gMASK]<sop><|user|>\nWhat is the capital of France?<|assistant|
 def test_vllm_glm47_prefilled_reasoning(
     gen: int, text: str, reasoning: str | None, content: str | None
 ) -> None:
-    # spec GLM: "GLM prompts may prefill <think>" (section 5: parsing starts inside reasoning)
+    # GLM prompts may prefill <think> (docs/parser-selection.md: parsing starts inside reasoning)
     msg = run(text, gen, prompt=GLM47_PROMPT, tool_parser=None, reasoning_parser="glm45")
     assert (msg.reasoning_content, msg.content) == (reasoning, content)
 
@@ -705,7 +705,7 @@ def test_glm47_prefilled_reasoning_then_call(gen: int) -> None:
     msg = run(text, gen, prompt=GLM47_PROMPT, tools=[WEATHER], **G)
     assert (msg.reasoning_content, msg.content) == ("Need the weather.", None)
     assert calls(msg) == [("get_weather", {"city": "Paris"})]
-    # a call start also ends reasoning that was never closed (spec "Common rules")
+    # a call start also ends reasoning that was never closed (docs/parsers.md "Common rules")
     msg = run(
         "Need the weather." + inline("get_weather", ("city", "Paris")),
         gen,

@@ -5,7 +5,7 @@ Ported from vLLM `tests/tool_parsers/test_hermes_tool_parser.py` (VLLM), SGLang
 `lib/parsers/src/tool_calling/test_cases/fixtures/hermes.rs` (DYNAMO). Token-by-token and
 `stream_interval` feeding become fixed-size character chunks; each case runs in both
 generations unless it is about a documented V1/V2 difference. Adaptations are commented with
-the spec line (`shared/spec/parsers.md`) that decides them.
+the contract line (`docs/parsers.md`) that decides them.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def test_vllm_non_streaming_invalid_json_v1() -> None:
 
 def test_vllm_non_streaming_invalid_json_v2_divergence() -> None:
     # Divergence (docs/parsers.md "Conformance notes"): V2 sent the call's name as soon as it
-    # was complete (spec 1.4), and batch must equal streaming (spec 1.2), so the cut-off
+    # was complete (principle 4), and batch must equal streaming (principle 2), so the cut-off
     # object is closed with what arrived instead of becoming content.
     text = '<tool_call>\n{"name": "final_answer", "arguments": {"trigger": true}'
     msg = run(text, 2, **H)
@@ -219,7 +219,7 @@ def test_sglang_malformed_block_does_not_swallow_the_next(gen: int) -> None:
     text = bad + '\n<tool_call>\n{"name": "search", "arguments": {"query": "books"}}\n</tool_call>'
     msg = run(text, gen, tools=[SEARCH], **H)
     assert calls(msg) == [("search", {"query": "books"})]
-    # Adaptation (spec 1.1 lossless: "Text of a call that does not parse is returned as
+    # Adaptation (principle 1 lossless: "Text of a call that does not parse is returned as
     # content, verbatim"): SGLang drops the broken block, we return it.
     assert msg.content == bad
 
@@ -245,7 +245,7 @@ def test_sglang_streaming_text_then_call(gen: int) -> None:
         "}}\n</tool_call>",
     ]
     s = feed(chunks, gen, tools=[WEATHER], **H)
-    # Adaptation (spec GLM example / docs "Blanks around calls"): the blank right before the
+    # Adaptation (parsers.md GLM example / docs "Blanks around calls"): the blank right before the
     # call marker is markup, so content is "I'll look that up." (SGLang streams the blank).
     assert s.content == "I'll look that up."
     assert s.call_args(0) == {"city": "Tokyo", "unit": "c"}

@@ -11,14 +11,14 @@ Sources (cited per test):
 Each case runs batch and streaming (character by character and a 3-way split, via
 `parser_check.run`) in both generations.
 
-Adaptations (our spec decides differently; shared/spec/parsers.md):
-- BLANKS: whitespace right before a call section is markup (spec §2 GLM example; the blank
+Adaptations (our contract decides differently; docs/parsers.md):
+- BLANKS: whitespace right before a call section is markup (docs/parsers.md GLM example; the blank
   rule of docs/parsers.md), so `"I'll check. " + section` gives content `"I'll check."`.
 - KEEP: text inside a section that is not a call, and text after the section, is content
-  (spec §1 principle 1, lossless); vLLM drops it.
+  (docs/parsers.md principle 1, lossless); vLLM drops it.
 - V2CUT: a call cut off by the end of output was already streamed under V2, which closes its
-  JSON (spec §1 principle 4 + docs "When V2 commits to a call"); V1 returns the jailed text
-  as content (spec §3). vLLM returns `{"city": "Bei` verbatim.
+  JSON (docs/parsers.md principle 4 + docs "When V2 commits to a call"); V1 returns the jailed text
+  as content (docs/parsers.md "V1 and V2"). vLLM returns `{"city": "Bei` verbatim.
 """
 
 from __future__ import annotations
@@ -685,7 +685,7 @@ def test_dynamo_invalid_ids_rejected(gen: int, header: str) -> None:
 
 @GENS
 def test_dynamo_truncated_json_inside_complete_fences_is_a_call(gen: int) -> None:
-    # Dynamo drops this call ("today"); the spec keeps calls whose arguments are not valid
+    # Dynamo drops this call ("today"); the contract keeps calls whose arguments are not valid
     # JSON as the raw string, and our end-marker rule treats a `<|tool_call_end|>` followed
     # only by a section marker as the end of a cut string (docs/parsers.md, Kimi K2).
     text = SB + TB + "functions.get_weather:0" + AB + '{"location":"NYC' + TE + SE

@@ -5,7 +5,7 @@ Ported from vLLM `tests/tool_parsers/test_qwen3coder_tool_parser.py`,
 `test_qwen3_coder_detector.py` (SGLANG) and Dynamo
 `lib/parsers/src/tool_calling/test_cases/fixtures/qwen3_coder.rs` (DYNAMO). Token streaming
 becomes character chunks (every case also goes through `parser_check.run`: batch, per-character
-and 3-way streaming agree). Adaptations cite `shared/spec/parsers.md`.
+and 3-way streaming agree). Adaptations cite `docs/parsers.md`.
 """
 
 from __future__ import annotations
@@ -266,7 +266,7 @@ def test_vllm_streaming_is_incremental_v2() -> None:
     header = next(tc for d in deltas for tc in d.tool_calls if tc.id)
     assert header.name == "get_current_weather"
     assert header.arguments in (None, "", "{")
-    assert len(s.fragments[0]) > 1  # V2 streams the arguments (spec 1.4)
+    assert len(s.fragments[0]) > 1  # V2 streams the arguments (principle 4)
     assert s.call_args(0) == {"city": "Dallas", "state": "TX"}
 
 
@@ -277,7 +277,7 @@ def test_vllm_malformed_function_header_does_not_crash(gen: int) -> None:
         "<parameter=city>Dallas</parameter>\n</function>\n</tool_call>"
     )
     msg = run(text, gen, tools=TOOLS, **C)
-    # a header without `>` is not a call: its text is content, verbatim (spec 1.1)
+    # a header without `>` is not a call: its text is content, verbatim (principle 1)
     assert (msg.tool_calls, msg.content) == ([], text)
 
 
@@ -291,7 +291,7 @@ def test_vllm_broken_call_filtered_next_call_kept(gen: int) -> None:
     )
     msg = run(text, gen, tools=TOOLS, **C)
     assert calls(msg) == [("get_current_weather", {"city": "Dallas", "state": "TX"})]
-    assert msg.content == bad  # lossless (spec 1.1); vLLM drops the broken block
+    assert msg.content == bad  # lossless (principle 1); vLLM drops the broken block
 
 
 ANYOF_OBJ = tool("update_record", data={"anyOf": [{"type": "object"}, {"type": "null"}]})
@@ -457,7 +457,7 @@ def test_vllm_jinja_phantom_call_is_not_a_call(gen: int) -> None:
     real = wrapped("write_file", param("path", "out.txt"), param("content", "hello"))
     msg = run(phantom + "\n\n" + real, gen, tools=[WRITE_FILE], **C)
     assert [c.name for c in msg.tool_calls] == ["write_file"]
-    assert msg.content == phantom  # the phantom's text is content (spec 1.1)
+    assert msg.content == phantom  # the phantom's text is content (principle 1)
 
 
 @GENS
@@ -662,7 +662,7 @@ def test_dynamo_case_1_single_call(gen: int) -> None:
 @GENS
 def test_dynamo_case_5_missing_outer_close_recovers(gen: int) -> None:
     # Dynamo marks this KnownBroken (0 calls); `</function>` completes the call, so we keep
-    # it (the spec's bare `<function=…>` rule: the block is a call without the wrapper).
+    # it (the contract's bare `<function=…>` rule: the block is a call without the wrapper).
     text = (
         "<tool_call>\n<function=get_weather>\n<parameter=location>\nNYC\n</parameter>\n</function>"
     )
@@ -702,7 +702,7 @@ def write_file(path: str, content: str) -> str:
     )
 
 
-# V1 jails up to the first `</tool_call>` (spec 3), so a literal `</tool_call>` inside a value
+# V1 jails up to the first `</tool_call>` (parsers.md 3), so a literal `</tool_call>` inside a value
 # cuts its region there: the nested-call cases are V2 only (docs "Conformance notes").
 @pytest.mark.parametrize(
     ("content", "gens"),
@@ -745,7 +745,7 @@ def test_vllm_two_calls_second_holds_an_out_of_schema_nested_call_v2() -> None:
 
 
 def test_tag_like_value_still_streams_before_the_candidate_v2() -> None:
-    # text before the first tag-like candidate goes out at once (spec 1.4); only the text
+    # text before the first tag-like candidate goes out at once (principle 4); only the text
     # after it waits until the candidate is resolved
     head = write_file("fixture.py", PARAM_LIKE_LINES).split("</parameter>\n<parameter=new")[0]
     s = feed([head + "</parameter>\n<parameter=new_string>\n#!/usr"], 2, tools=[WRITE_FILE], **C)
@@ -805,7 +805,7 @@ def test_dynamo_normal_text_around_the_call(gen: int) -> None:
     )
     msg = run(text, gen, **C)
     assert calls(msg) == [("get_weather", {"city": "Dallas"})]
-    # Adaptation (spec GLM example, docs "Blanks around calls"): the blank before the call is
+    # Adaptation (parsers.md GLM example, docs "Blanks around calls"): the blank before the call is
     # markup, the one after it (followed by text) is content; Dynamo keeps both.
     assert msg.content == "I'll help you with that. Let me check that for you."
 

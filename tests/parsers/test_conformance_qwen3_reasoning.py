@@ -3,7 +3,7 @@
 Ported from vLLM `tests/reasoning/test_qwen3_reasoning_parser.py`.
 
 vLLM's qwen3 parser assumes the prompt ended with `<think>` (Qwen3 / Qwen3.5 templates), so
-untagged output is reasoning there. Our spec ("Qwen3, Hermes style": reasoning "not forced:
+untagged output is reasoning there. Our contract ("Qwen3, Hermes style": reasoning "not forced:
 untagged output is content unless the prompt ended with `<think>` (prefill, section 5)") makes
 that depend on the prompt: the ported cases pass a prompt ending with `<think>`; without it
 the same outputs are content (checked too). Every case runs batch and streaming
@@ -68,7 +68,7 @@ def test_vllm_qwen3_reasoning(gen: int, text: str, reasoning: str, content: str 
 
 @GENS
 def test_without_prefill_untagged_output_is_content(gen: int) -> None:
-    # spec: "not forced: untagged output is content unless the prompt ended with <think>"
+    # contract: "not forced: untagged output is content unless the prompt ended with <think>"
     msg = run("This is the rest", gen, **R)
     assert (msg.reasoning_content, msg.content) == (None, "This is the rest")
     msg = run("<think>This is a reasoning section</think>This is the rest", gen, **R)

@@ -41,7 +41,7 @@ def call_text(args: str, name: str = "f") -> str:
     return f"<|tool_call>call:{name}{{{args}}}<tool_call|>"
 
 
-# --- the spec example and the reasoning channel ------------------------------------------
+# --- the contract example and the reasoning channel ------------------------------------------
 
 
 @GENS

@@ -1,4 +1,4 @@
-"""V1 and V2 differ visibly in streaming (spec section 3), per family with both generations.
+"""V1 and V2 differ visibly in streaming (parsers.md "V1 and V2"), per family with both generations.
 
 V2 streams argument fragments before a call ends; V1 sends each call whole in one delta.
 Also principle 4: every streamed prefix of a call's arguments is a prefix of its final JSON.

@@ -1,6 +1,6 @@
 """Cases of the routing suite: deployments, request shapes, and the expected route (the oracle).
 
-The oracle is written from spec section 4, independently of `parsers.routing`, so the suite
+The oracle is written from parser-selection.md, independently of `parsers.routing`, so the suite
 checks the implementation against the contract rather than against itself.
 """
 

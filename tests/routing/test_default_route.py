@@ -1,4 +1,4 @@
-"""Qwen3-Coder with tool_choice auto and nothing set routes through V2 (spec section 4).
+"""Qwen3-Coder with tool_choice auto and nothing set routes through V2 (docs/parser-selection.md).
 
 Self-contained on purpose: test_default_is_discriminating.py runs this very file with the
 family-default table changed, and expects it to fail.

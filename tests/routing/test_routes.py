@@ -3,7 +3,7 @@ and under the suite's own mode (variant `session`, the one nox -s test-v1 / test
 
 Each case runs in its own child process (`isolated`) whose environment sets the mode; the test
 goes through the real startup path: `parsers.load_settings()` reads the child's os.environ,
-then `parsers.select_route` decides. Expected routes come from the spec (routing_cases).
+then `parsers.select_route` decides. Expected routes come from the contract (routing_cases).
 """
 
 from __future__ import annotations

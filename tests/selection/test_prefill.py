@@ -1,4 +1,4 @@
-"""Prompt prefill detection (spec section 5) and the families' forced-start rules."""
+"""Prompt prefill detection (docs/parser-selection.md) and the families' forced-start rules."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ OPENERS = {
     "gemma4": ("gemma4", "<|channel>thought\n"),
     "muse": ("muse", "<|start|>assistant to=self<|message|>"),
 }
-# Families whose output starts in reasoning whatever the prompt says (spec: kimi_k25 forced;
+# Families whose output starts in reasoning whatever the prompt says (parsers.md: kimi_k25 forced;
 # the DeepSeek V4 template always prefills).
 FORCED = {"kimi_k25", "deepseek_v4"}
 TRAILING = ["", "\n", "\n\n", "  \t\n", "\r\n"]

@@ -1,4 +1,4 @@
-"""Request policy (spec section 5): tool_choice modes, 400 validations, response_format and
+"""Request policy (parser-selection.md): tool_choice modes, 400 validations, response_format and
 the thinking controls' precedence, as seen in the ParsePlan."""
 
 from __future__ import annotations

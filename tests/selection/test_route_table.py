@@ -1,6 +1,6 @@
-"""The whole route table (spec section 4) as one parametrized test.
+"""The whole route table (docs/parser-selection.md) as one parametrized test.
 
-Expected values come from the literal table below, written from the spec, never from the code
+Expected values come from the literal table below, written from the contract, never from the code
 under test. Every deployment shape (tool parser only, reasoning parser only, both; plus none)
 of every family, every `tool_choice`, every `DYN_PARSER_VERSION` value.
 """
