@@ -72,7 +72,8 @@ COPY . /src/
 # and reuse it (buildtool/images/artifact.py). The mount is not part of the image, so each stage
 # installs the wheel into an install tree kept on the mount (only changed files are replaced and
 # byte-compiled: buildtool/images/install.py) and copies it to /out (a root tree:
-# /out/opt/venv/...), which the runtime target copies in one COPY.
+# /out/opt/venv/...), which the runtime target copies in one COPY. `--drop buildtool`: the build
+# tool is in the wheel but the sidecar never imports it, so the images do not carry it.
 # tests/images/test_dockerfile.py rejects a builder without the helper, another cache id or
 # another sharing mode.
 FROM builder-base AS build-vllm
@@ -84,7 +85,7 @@ RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,target=/cache,sh
         -- python3 -B -m buildtool.images.artifact --sidecar vllm \
         --build-dir /cache/wheel/build --dist-dir /cache/wheel/dist \
  && python3 -B -m buildtool.images.install --wheel-dir /cache/wheel/dist --tree /cache/wheel/tree \
-        --out /out
+        --out /out --drop buildtool
 
 FROM builder-base AS build-sglang
 ARG TARGETARCH
@@ -95,7 +96,7 @@ RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,target=/cache,sh
         -- python3 -B -m buildtool.images.artifact --sidecar sglang \
         --build-dir /cache/wheel/build --dist-dir /cache/wheel/dist \
  && python3 -B -m buildtool.images.install --wheel-dir /cache/wheel/dist --tree /cache/wheel/tree \
-        --out /out
+        --out /out --drop buildtool
 
 FROM builder-base AS build-trtllm
 ARG TARGETARCH
@@ -106,7 +107,7 @@ RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,target=/cache,sh
         -- python3 -B -m buildtool.images.artifact --sidecar trtllm \
         --build-dir /cache/wheel/build --dist-dir /cache/wheel/dist \
  && python3 -B -m buildtool.images.install --wheel-dir /cache/wheel/dist --tree /cache/wheel/tree \
-        --out /out
+        --out /out --drop buildtool
 
 # ---- Runtime targets ----------------------------------------------------------------------------
 # Port 8080 inside the container (the sidecar default); HEALTHCHECK uses python3 (minbase has no curl).

@@ -1,6 +1,6 @@
 """Inside a builder stage: install the sidecar's wheel into an image tree, incrementally.
 
-    python3 -B -m buildtool.images.install --wheel-dir DIR --tree DIR --out /out
+    python3 -B -m buildtool.images.install --wheel-dir DIR --tree DIR --out /out [--drop PKG]
 
 `pip install --root /out WHEEL` redid the whole install and byte-compiled every module on each
 rebuild, about 0.8 s of CPU per builder stage, three times per one-file change. Here the install
@@ -154,11 +154,49 @@ def sync_tree(staging: Path, tree: Path) -> InstallResult:
     return InstallResult(written, removed, compiled, unchanged)
 
 
-def install_incremental(wheel: Path, tree: Path, out: Path) -> InstallResult:
+def drop_packages(staging: Path, packages: Sequence[str]) -> list[str]:
+    """Leave top-level `packages` (and the console scripts that run them) out of an unpacked
+    install, and out of its RECORD: the wheel holds the build tool too, which the sidecar never
+    imports at run time. Returns the dropped paths, relative to the root."""
+    if not packages:
+        return []
+    purelib = staging / Path(sysconfig.get_paths()["purelib"]).relative_to("/")
+    scripts = staging / Path(sysconfig.get_paths()["scripts"]).relative_to("/")
+    gone: set[Path] = set()
+    for package in packages:
+        folder = purelib / package
+        if folder.is_dir():
+            gone.update(p for p in folder.rglob("*") if not p.is_dir())
+            shutil.rmtree(folder)
+    for info in purelib.glob("*.dist-info"):
+        entry_points = info / "entry_points.txt"
+        text = entry_points.read_text() if entry_points.is_file() else ""
+        for line in text.splitlines():
+            name, sep, target = (part.strip() for part in line.partition("="))
+            module = target.split(":", 1)[0].split(".", 1)[0]
+            script = scripts / name
+            if sep and module in packages and script.is_file():
+                gone.add(script)
+                script.unlink()
+    dropped = {os.path.normpath(g) for g in gone}
+    for record in purelib.glob("*.dist-info/RECORD"):
+        kept = [
+            line
+            for line in record.read_text().splitlines()
+            if os.path.normpath(purelib / line.split(",", 1)[0]) not in dropped
+        ]
+        record.write_text("".join(line + "\n" for line in kept))
+    return sorted(str(g.relative_to(staging)) for g in gone)
+
+
+def install_incremental(
+    wheel: Path, tree: Path, out: Path, drop: Sequence[str] = ()
+) -> InstallResult:
     tree.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="install-") as tmp:
         staging = Path(tmp)
         unpack(wheel, staging)
+        drop_packages(staging, drop)
         result = sync_tree(staging, tree)
     shutil.copytree(tree, out, symlinks=True, dirs_exist_ok=True)
     return result
@@ -169,10 +207,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--wheel-dir", required=True, type=Path, help="holds exactly one wheel")
     parser.add_argument("--tree", required=True, type=Path, help="install tree kept between builds")
     parser.add_argument("--out", required=True, type=Path, help="where the tree is copied to")
+    parser.add_argument(
+        "--drop",
+        action="append",
+        default=[],
+        metavar="PACKAGE",
+        help="a top-level package of the wheel to leave out (with its console scripts)",
+    )
     args = parser.parse_args(argv)
     try:
         wheel = find_wheel(args.wheel_dir)
-        result = install_incremental(wheel, args.tree, args.out)
+        result = install_incremental(wheel, args.tree, args.out, tuple(args.drop))
     except (InstallError, OSError, py_compile.PyCompileError) as exc:
         print(f"install: error: {exc}", file=sys.stderr)
         return 1

@@ -161,3 +161,36 @@ def test_a_broken_wheel_is_an_error_naming_it(
     code = inst.main(["--wheel-dir", str(dist), "--tree", str(tmp_path / "t"), "--out", "o"])
     assert code == 1
     assert "demo-1.0-py3-none-any.whl" in capsys.readouterr().err
+
+
+def test_dropped_package_and_its_script_leave_the_tree_and_record(tmp_path: Path) -> None:
+    modules = {**MODULES}
+    wheel = make_wheel(tmp_path / "dist", modules)
+    # a second top-level package with its own console script, as the build tool in our wheel
+    with zipfile.ZipFile(wheel, "a") as zf:
+        info = "demo-1.0.dist-info"
+        entry = zf.read(f"{info}/entry_points.txt").decode() + "tool-cli = tool.cli:main\n"
+        record = zf.read(f"{info}/RECORD").decode() + "tool/__init__.py,,\ntool/cli.py,,\n"
+    rebuilt = tmp_path / "dist2" / wheel.name
+    rebuilt.parent.mkdir()
+    with zipfile.ZipFile(wheel) as old, zipfile.ZipFile(rebuilt, "w") as new:
+        for item in old.namelist():
+            if item.endswith(("entry_points.txt", "RECORD")):
+                continue
+            new.writestr(item, old.read(item))
+        new.writestr("tool/__init__.py", "")
+        new.writestr("tool/cli.py", "def main() -> None:\n    pass\n")
+        new.writestr(f"{info}/entry_points.txt", entry)
+        new.writestr(f"{info}/RECORD", record)
+    tree, out = tmp_path / "tree", tmp_path / "out"
+    inst.install_incremental(rebuilt, tree, out, drop=("tool",))
+    assert not (out / PURELIB / "tool").exists()
+    assert not (out / SCRIPTS / "tool-cli").exists()
+    assert (out / SCRIPTS / "demo-cli").is_file()
+    assert (out / PURELIB / "demo" / "mod.py").is_file()
+    record_text = (out / PURELIB / "demo-1.0.dist-info" / "RECORD").read_text()
+    assert "tool/" not in record_text and "tool-cli" not in record_text
+    assert "demo/mod.py" in record_text
+    # and without --drop it is all there
+    inst.install_incremental(rebuilt, tmp_path / "tree2", tmp_path / "out2")
+    assert (tmp_path / "out2" / PURELIB / "tool" / "cli.py").is_file()

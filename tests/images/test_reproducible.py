@@ -90,6 +90,18 @@ def test_runtime_venv_holds_only_runtime_dependencies(
     ):
         assert unwanted not in installed, installed
     assert {"starlette", "uvicorn", "httptools", "jinja2", "sidecar-forge"} <= installed
+    # the project's own build tool is in its wheel, but not in the images
+    found = engine.sdk.containers.run(
+        sidecar_images["sidecar-vllm"],
+        [
+            "-c",
+            "import importlib.util as u; print(u.find_spec('buildtool'), u.find_spec('sidecar'))",
+        ],
+        entrypoint="python3",
+        remove=True,
+    )
+    tool, sidecar = bytes(found).decode().split(" ", 1)
+    assert tool == "None" and sidecar != "None"
     # the base: no manuals, translations or docs (each package's copyright file stays)
     script = (
         "find /usr/share/man /usr/share/locale /usr/share/info -mindepth 1 | wc -l; "
