@@ -112,6 +112,7 @@ def _accelerators(state: State, config: pytest.Config) -> tuple[str, ...]:
             off = {"rewrite_scope": config.stash[REWRITE_SCOPE_OFF], **off}
         if off:
             warn(accelerators.describe_off(off))
+            state.extra["off"] = ", ".join(off)
         if config.stash.get(REWRITE_SCOPE, False):
             on = (*on, "rewrite_scope")  # checked at startup, passed on to the children
         state.extra["accelerators"] = tuple(n for n in accelerators.NAMES if n in on)

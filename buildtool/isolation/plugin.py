@@ -145,6 +145,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     line = f"isolated: {state.count} tests in child processes ({state.settings.launcher})"
     if state.launchers is not None and state.launchers.fallback is not None:
         line += f"; spawn used: the fork server could not start ({state.launchers.fallback})"
+    if "off" in state.extra:
+        line += f"; accelerators off (see the warning): {state.extra['off']}"
     started = state.launchers.started if state.launchers is not None else []
     if started:
         warm = sum(info.started_in for info in started)

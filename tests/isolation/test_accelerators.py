@@ -203,3 +203,21 @@ def test_a_pytest_outside_the_tested_range_turns_them_all_off(
     assert "pytest 9.9.0 is outside the tested range >=9.2,<9.3" in line
     assert all(name in line for name in accelerators.NAMES)
     assert seen == ["none"]
+
+
+def test_the_snapshot_alone_serves_children_from_the_snapshot(pytester: pytest.Pytester) -> None:
+    # Without `prebuilt`, pytest imports its own plugins while parsing: the snapshot must not
+    # take those for plugins to refuse (it would hand every request back).
+    pytester.makepyfile(
+        test_alone="""
+import pytest
+from buildtool.isolation import snapshot
+
+@pytest.mark.isolated()
+@pytest.mark.parametrize("n", range(2))
+def test_resumed(n):
+    assert snapshot.resumed()
+"""
+    )
+    rec = pytester.inline_run("--isolated-launcher=forkserver", "--isolated-accelerators=snapshot")
+    rec.assertoutcome(passed=2)
