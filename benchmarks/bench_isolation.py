@@ -113,7 +113,6 @@ ACCELERATORS = (
     "metadata_cache",
     "prebuilt",
     "snapshot",
-    "rewrite_scope",
     "fixture_scan",
     "own_call",
 )

@@ -2,7 +2,7 @@
 
 Each accelerator reaches into a private part of pytest or Python (docs/testing.md, "Private
 APIs", lists every one with the versions it was tested on). Before a run uses any of them (the
-parent, at its first isolated test; `rewrite_scope` at pytest's startup), `select` checks for
+parent, at its first isolated test), `select` checks for
 each requested one that the running pytest and Python are in the tested range and that its
 internals exist *and behave as expected* (a small probe of the real internal, not only an
 attribute lookup). One that fails is off for the run: the plain path does its job, and the
@@ -15,7 +15,6 @@ private API use beyond what pytest-xdist relies on.
 
 from __future__ import annotations
 
-import copy
 import importlib.metadata
 import importlib.util
 import inspect
@@ -25,7 +24,6 @@ import tempfile
 import warnings
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -35,7 +33,6 @@ NAMES: tuple[str, ...] = (
     "metadata_cache",
     "prebuilt",
     "snapshot",
-    "rewrite_scope",
     "fixture_scan",
     "own_call",
 )
@@ -157,25 +154,6 @@ def _check_snapshot() -> None:
         raise RuntimeError("Parser.parse_known_args no longer reads the early options")
 
 
-def check_rewrite_scope(rewrite_hook: Any) -> None:
-    """On a copy of the session's own rewrite hook: `mark_rewrite` fills `_must_rewrite`, and
-    the hook decides from it."""
-    from _pytest.assertion.rewrite import AssertionRewritingHook
-
-    if not isinstance(rewrite_hook, AssertionRewritingHook):
-        raise RuntimeError(f"the rewrite hook is a {type(rewrite_hook).__name__}")
-    probe = copy.copy(rewrite_hook)
-    probe._must_rewrite = set()
-    probe._marked_for_rewrite_cache = {}
-    probe.mark_rewrite("buildtool_probe_package")
-    if probe._must_rewrite != {"buildtool_probe_package"}:
-        raise RuntimeError("AssertionRewritingHook.mark_rewrite no longer fills _must_rewrite")
-    if "_must_rewrite" not in inspect.getsource(AssertionRewritingHook._is_marked_for_rewrite):
-        raise RuntimeError("the rewrite hook no longer decides from _must_rewrite")
-    if not isinstance(getattr(rewrite_hook, "_marked_for_rewrite_cache", None), dict):
-        raise RuntimeError("the rewrite hook has no _marked_for_rewrite_cache")
-
-
 def _check_fixture_scan() -> None:
     from _pytest import fixtures
 
@@ -216,19 +194,15 @@ CHECKS: dict[str, Callable[[], None]] = {
 }
 
 
-def problem(name: str, rewrite_hook: Any = None) -> str | None:
-    """Why accelerator `name` cannot be used in this process (None: it can). `rewrite_scope`
-    is checked on the session's `rewrite_hook`, at pytest's startup."""
+def problem(name: str) -> str | None:
+    """Why accelerator `name` cannot be used in this process (None: it can)."""
     version = version_problem()
     if version is not None:
         return version
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("error")  # a deprecation on the way is a change too
-            if name == "rewrite_scope":
-                check_rewrite_scope(rewrite_hook)
-            else:
-                CHECKS[name]()
+            CHECKS[name]()
     except Exception as exc:  # any way a changed internal shows up: off, with why
         return " ".join(str(exc).split()) or type(exc).__name__
     return None

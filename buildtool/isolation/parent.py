@@ -22,7 +22,6 @@ from buildtool.isolation.child import ChildRequest
 from buildtool.isolation.environ import child_environ, describe
 from buildtool.isolation.events import read_events
 from buildtool.isolation.launch import IsolationError, Launchers
-from buildtool.isolation.plugin import REWRITE_SCOPE, REWRITE_SCOPE_OFF
 from buildtool.isolation.settings import IsolationWarning, Settings, State, inherited_names
 from buildtool.isolation.spec import IsolationSpec, spec_for
 from buildtool.isolation.verdict import Verdict, classify, is_subtest
@@ -106,14 +105,10 @@ def _workdir(state: State) -> Path:
 def _accelerators(state: State, config: pytest.Config) -> tuple[str, ...]:
     """The accelerators this run uses: those requested that pass their checks (once)."""
     if "accelerators" not in state.extra:
-        requested = [n for n in state.settings.accelerators if n != "rewrite_scope"]
-        on, off = accelerators.select(requested)
-        if REWRITE_SCOPE_OFF in config.stash:
-            off = {"rewrite_scope": config.stash[REWRITE_SCOPE_OFF], **off}
+        on, off = accelerators.select(state.settings.accelerators)
         if off:
             warn(accelerators.describe_off(off))
-        if config.stash.get(REWRITE_SCOPE, False):
-            on = (*on, "rewrite_scope")  # checked at startup, passed on to the children
+            state.extra["off"] = ", ".join(off)
         state.extra["accelerators"] = tuple(n for n in accelerators.NAMES if n in on)
     return cast(tuple[str, ...], state.extra["accelerators"])
 
@@ -150,7 +145,7 @@ def _child_argv(
     # tee-sys: reports still carry captured output, and the child's output file keeps what a
     # test printed even when the child dies before reporting.
     argv += ["-p", "no:cacheprovider", "-q", "--capture=tee-sys", f"--basetemp={basetemp}"]
-    # The accelerators the parent checked: the child's own startup (rewrite_scope) follows it.
+    # The accelerators the parent checked (what the child's server used, for the record).
     argv.append(f"--isolated-accelerators={','.join(used) or 'none'}")
     if config.pluginmanager.has_plugin("xdist"):
         argv += ["-n", "0"]  # one test: never distribute, whatever addopts says

@@ -16,7 +16,7 @@ from typing import Any, cast
 
 import pytest
 
-from buildtool.isolation import rewrite_scope, settings
+from buildtool.isolation import settings
 from buildtool.isolation.events import ChildReporter
 from buildtool.isolation.settings import STATE, IsolationWarning, State
 from buildtool.isolation.spec import MARKER, VARIANT_ARG, spec_for, variants_of
@@ -81,32 +81,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-REWRITE_SCOPE = pytest.StashKey[bool]()  # whether rewrite_scope was on for this session
-# Why rewrite_scope was off at startup: said in the run's one warning line, at its first
-# isolated test (a project that never uses the marker is not told about this distribution).
-REWRITE_SCOPE_OFF = pytest.StashKey[str]()
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
-    # Before any conftest or test module can import the project (see rewrite_scope). Only
-    # where pytest marked this distribution's libraries for rewriting, and when checked.
-    hook = early_config.pluginmanager.rewrite_hook
-    early_config.stash[REWRITE_SCOPE] = False
-    if not rewrite_scope.concerned(hook):
-        return
-    if "rewrite_scope" not in settings.requested_accelerators(early_config):
-        return
-    from buildtool.isolation import accelerators
-
-    why = accelerators.problem("rewrite_scope", hook)
-    if why is not None:
-        early_config.stash[REWRITE_SCOPE_OFF] = why
-        return
-    rewrite_scope.limit(hook)
-    early_config.stash[REWRITE_SCOPE] = True
-
-
 def _child_reporter(config: pytest.Config) -> ChildReporter | None:
     for plugin in config.pluginmanager.get_plugins():
         if isinstance(plugin, ChildReporter):
@@ -145,6 +119,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     line = f"isolated: {state.count} tests in child processes ({state.settings.launcher})"
     if state.launchers is not None and state.launchers.fallback is not None:
         line += f"; spawn used: the fork server could not start ({state.launchers.fallback})"
+    if "off" in state.extra:
+        line += f"; accelerators off (see the warning): {state.extra['off']}"
     started = state.launchers.started if state.launchers is not None else []
     if started:
         warm = sum(info.started_in for info in started)

@@ -30,6 +30,7 @@ import copy
 import gc
 import os
 import pathlib
+import sys
 import traceback
 from collections.abc import Callable
 from typing import Any, NoReturn, Protocol
@@ -131,10 +132,14 @@ class _Snapshot:
         def import_plugin(
             manager: PytestPluginManager, modname: str, consider_entry_points: bool = False
         ) -> None:
-            if manager.is_blocked(modname) or manager.get_plugin(modname) is not None:
+            # Blocked, registered, or a module the server already imported (pytest's own
+            # plugins, when `prebuilt` is off: the server checked none is a project module):
+            # importing it runs no code. Anything else could be a project module: not here.
+            imported = modname in sys.modules or f"_pytest.{modname}" in sys.modules
+            if manager.is_blocked(modname) or manager.get_plugin(modname) is not None or imported:
                 original(manager, modname, consider_entry_points)
                 return
-            self.hand_back()  # a plugin to import: perhaps a project module, never here
+            self.hand_back()
 
         PytestPluginManager.import_plugin = import_plugin  # type: ignore[method-assign,assignment]
         prebuilt.use(self.first.argv)

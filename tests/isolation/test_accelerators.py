@@ -65,19 +65,16 @@ def run_inner(pytester: pytest.Pytester, *args: str) -> tuple[pytest.HookRecorde
     return rec, seen
 
 
-def test_every_accelerator_passes_its_checks_on_the_tested_versions(
-    request: pytest.FixtureRequest,
-) -> None:
-    on, off = accelerators.select([n for n in accelerators.NAMES if n != "rewrite_scope"])
+def test_every_accelerator_passes_its_checks_on_the_tested_versions() -> None:
+    on, off = accelerators.select(accelerators.NAMES)
     assert off == {}
-    assert accelerators.problem("rewrite_scope", request.config.pluginmanager.rewrite_hook) is None
-    assert len(on) == len(accelerators.NAMES) - 1
+    assert on == accelerators.NAMES
 
 
 def test_all_on_reaches_the_children(pytester: pytest.Pytester) -> None:
     rec, seen = run_inner(pytester)
     assert _warnings(rec) == []
-    assert set(seen) == set(accelerators.NAMES)  # rewrite_scope too: this package is installed
+    assert set(seen) == set(accelerators.NAMES)
 
 
 @pytest.mark.parametrize("switch", [("--isolated-plain",), ("-o", "isolated_plain=true")])
@@ -149,11 +146,6 @@ def _change_snapshot(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pytest.PytestPluginManager, "import_plugin", import_plugin)
 
 
-def _change_rewrite_scope(monkeypatch: pytest.MonkeyPatch) -> None:
-    hook = rewrite.AssertionRewritingHook
-    monkeypatch.setattr(hook, "_is_marked_for_rewrite", _wrapped(hook._is_marked_for_rewrite))
-
-
 def _change_fixture_scan(monkeypatch: pytest.MonkeyPatch) -> None:
     # pytest no longer finds fixtures hidden behind decorators (a change of meaning).
     monkeypatch.setattr(
@@ -171,7 +163,6 @@ CHANGES: dict[str, tuple[Callable[[pytest.MonkeyPatch], None], str]] = {
     "metadata_cache": (_change_metadata_cache, "no _path directory"),
     "prebuilt": (_change_prebuilt, "no longer builds its config with get_config"),
     "snapshot": (_change_snapshot, "import_plugin has another signature"),
-    "rewrite_scope": (_change_rewrite_scope, "no longer decides from _must_rewrite"),
     "fixture_scan": (_change_fixture_scan, "no longer tell fixtures from other attributes"),
     "own_call": (_change_own_call, "names a parametrized call's item another way"),
 }
@@ -203,3 +194,21 @@ def test_a_pytest_outside_the_tested_range_turns_them_all_off(
     assert "pytest 9.9.0 is outside the tested range >=9.2,<9.3" in line
     assert all(name in line for name in accelerators.NAMES)
     assert seen == ["none"]
+
+
+def test_the_snapshot_alone_serves_children_from_the_snapshot(pytester: pytest.Pytester) -> None:
+    # Without `prebuilt`, pytest imports its own plugins while parsing: the snapshot must not
+    # take those for plugins to refuse (it would hand every request back).
+    pytester.makepyfile(
+        test_alone="""
+import pytest
+from buildtool.isolation import snapshot
+
+@pytest.mark.isolated()
+@pytest.mark.parametrize("n", range(2))
+def test_resumed(n):
+    assert snapshot.resumed()
+"""
+    )
+    rec = pytester.inline_run("--isolated-launcher=forkserver", "--isolated-accelerators=snapshot")
+    rec.assertoutcome(passed=2)
