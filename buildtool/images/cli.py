@@ -234,7 +234,7 @@ def print_summary(result: job.JobResult) -> None:
     if result.mode == "local":
         out.print("built locally (no Docker engine reachable; no images were made):")
         for wheel in result.local_artifacts:
-            out.print(f"  {wheel}", markup=False, soft_wrap=True)
+            out.print(f"  {wheel}", markup=False, emoji=False, soft_wrap=True)
         return
     table = Table(title="images", title_justify="left")
     for column in ("image", "size", "time", "steps cached"):

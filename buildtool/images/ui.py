@@ -27,7 +27,8 @@ class ConsoleReporter:
         self._status: Status | None = None
 
     def line(self, message: str) -> None:
-        self.console.print(message, markup=False, soft_wrap=True)
+        # emoji off too: a step such as `echo 'sidecar:x:10001:'` must not print as an emoji
+        self.console.print(message, markup=False, emoji=False, soft_wrap=True)
 
     def progress(self, message: str) -> None:
         # on a terminal the live status shows the running step; elsewhere (CI logs) each

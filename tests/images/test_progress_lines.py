@@ -52,3 +52,12 @@ def test_console_prints_them_only_without_a_terminal(tmp_path: Path) -> None:
     with ConsoleReporter(Console(file=tty, force_terminal=True, width=200)) as report:
         run_build(printer(tmp_path), {}, tmp_path / "y.log", "sidecar-vllm", report)
     assert "done 0.1 s" not in tty.getvalue()  # the live status line shows the running step
+
+
+def test_lines_are_printed_verbatim() -> None:
+    """Step text is shell, not rich markup: `:x:` and [brackets] stay as they are."""
+    out = io.StringIO()
+    line = "sidecar-vllm: [runtime-base 1/2] RUN echo 'sidecar:x:10001:' >> /etc/group: done 0.5 s"
+    with ConsoleReporter(Console(file=out, force_terminal=False, width=200)) as report:
+        report.progress(line)
+    assert out.getvalue().splitlines() == [line]
