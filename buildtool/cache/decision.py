@@ -1,4 +1,4 @@
-"""The stamp decision (spec rules 4-6), a pure function of its inputs."""
+"""The stamp decision (docs/build-cache.md, rules 4-6), a pure function of its inputs."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def decide(
     than T yet partly written (setuptools and many make recipes write in place), so the inputs
     count as changed and T moves past them: the resumed build redoes everything.
     New T is strictly greater than `now`, the old T and every artifact mtime, in whole seconds
-    (`floor(x) + 1`, which equals the spec's ceil(now) unless now is a whole second).
+    (`floor(x) + 1`, which equals rule 4's ceil(now) unless now is a whole second).
     """
     if isinstance(old, Stamp) and old.digest == digest and not interrupted:
         return Decision(False, old.time, "unchanged")

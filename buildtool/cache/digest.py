@@ -1,4 +1,4 @@
-"""blake3 access and the workspace digest (spec rule 2).
+"""blake3 access and the workspace digest (docs/build-cache.md, rule 2).
 
 The digest covers the sorted path list, each file's content hash and executable bit, and each
 symlink's target text, each field length-prefixed so no two input sets share an encoding.

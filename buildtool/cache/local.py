@@ -1,4 +1,4 @@
-"""Local mode (spec rule 9): mirror a developer checkout into a copy the tool owns.
+"""Local mode (docs/build-cache.md, rule 9): mirror a developer checkout into a copy the tool owns.
 
 The checkout is only read, so its mtimes never change (BuildKit's context transfer and the
 developer's own tools keep judging it by real mtimes). The copy gets the checkout's inputs;

@@ -1,4 +1,4 @@
-"""Walk a workspace and hash its inputs, in parallel across cores (spec rules 1-2).
+"""Walk a workspace and hash its inputs, in parallel across cores (docs/build-cache.md, rules 1-2).
 
 The walk lists directories in this process. Hashing many small files is bound by per-file
 interpreter work, which threads cannot spread (the GIL), so large workspaces are split across

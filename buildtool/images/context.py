@@ -6,7 +6,7 @@ editor, `git checkout`, a tool restoring mtimes) is then never sent, and the ima
 bytes. So builds do not hand BuildKit the checkout: they hand it this copy, where every file whose
 bytes, kind or executable bit differ is rewritten with a fresh, strictly newer mtime, and every
 unchanged file keeps the stat BuildKit saw last time (so nothing is re-sent needlessly).
-The checkout itself is only read, never touched (spec rule 9).
+The checkout itself is only read, never touched (docs/build-cache.md, rule 9).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ DEFAULT_TAG_PREFIX = "sidecar-forge"
 DEFAULT_TAG = "dev"
 # Port the sidecar listens on inside each image (its default; EXPOSE and HEALTHCHECK use it).
 CONTAINER_PORT = 8080
-# The one BuildKit cache mount the builder stages share, per architecture (spec "Images").
+# The one BuildKit cache mount the builder stages share, per architecture (docs/images.md).
 CACHE_ID_TEMPLATE = "sidecar-forge-${TARGETARCH}-inputs-v3"
 
 

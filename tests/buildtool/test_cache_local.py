@@ -1,4 +1,4 @@
-"""Local mode (spec rule 9): build in a synced copy, never touch the checkout's mtimes."""
+"""Local mode (docs/build-cache.md, rule 9): build in a synced copy, never touch the checkout's mtimes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Kills, torn stamps and two helpers on one cache (spec rules 3, 6, 8)."""
+"""Kills, torn stamps and two helpers on one cache (docs/build-cache.md, rules 3, 6, 8)."""
 
 from __future__ import annotations
 
