@@ -1,4 +1,4 @@
-"""Set input mtimes to the stamp time T (docs/build-cache.md, rules 4-5); only inputs that were hashed."""
+"""Set input mtimes to the stamp time T (build-cache rules 4-5); only inputs that were hashed."""
 
 from __future__ import annotations
 

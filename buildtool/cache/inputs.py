@@ -1,4 +1,4 @@
-"""Which paths under the workspace are inputs (docs/build-cache.md, rule 1). Pure: no file system access.
+"""Which paths under the workspace are inputs (build-cache rule 1). Pure: no file system access.
 
 Paths are bytes relative to the workspace root, components joined by b"/".
 """

@@ -1,4 +1,4 @@
-"""One exclusive lock per cache folder (docs/build-cache.md, rule 8), an flock on a file in its state folder.
+"""One exclusive lock per cache folder (build-cache rule 8), an flock on a file in its state folder.
 
 The kernel drops an flock when its holder dies, SIGKILL included, so a lock left by a killed
 helper never blocks. The lock file itself stays: it is state, not a temporary file.

@@ -1,4 +1,4 @@
-"""The stamp file and the stored path list (docs/build-cache.md, rule 3): format, atomic write, careful read.
+"""The stamp file and the stored path list (build-cache rule 3): format, atomic write, careful read.
 
 stamp (ASCII lines, last line checks all before it, so a torn file never parses):
     buildtool-cache-stamp

@@ -1,4 +1,4 @@
-"""Local mode (docs/build-cache.md, rule 9): build in a synced copy, never touch the checkout's mtimes."""
+"""Local mode (build-cache rule 9): build in a synced copy, never touch the checkout's mtimes."""
 
 from __future__ import annotations
 

@@ -58,7 +58,7 @@ class Case:
     tool_parser: str | None
     reasoning_parser: str | None
     output: str
-    route: str  # expected x-parser-route (docs/parser-selection.md section 3 defaults or the explicit version)
+    route: str  # expected x-parser-route (parser-selection.md section 3, or the version set)
     version: str | None = None  # DYN_PARSER_VERSION
     tools: tuple[dict[str, Any], ...] = (WEATHER,)
     extra: dict[str, Any] = field(default_factory=dict)  # request fields (thinking, ...)
