@@ -1,8 +1,7 @@
 """The cache-build sequence: hash, lock, read the stamp, decide, clean, publish, align, build.
 
 `CacheSession` holds the lock from reading the stamp until the build is over (build-cache rule 8)
-and
-publishes the new stamp before the build starts (rule 4). A `building` marker in the state
+and publishes the new stamp before the build starts (rule 4). A `building` marker in the state
 folder lives exactly as long as a build may be writing; finding it on entry means the previous
 build was killed, and the decision treats the inputs as changed.
 """
