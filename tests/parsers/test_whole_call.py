@@ -19,6 +19,7 @@ from parser_samples import Sample, case_id, sample_cases
 from parsers import parse
 from parsers.errors import ConfigError
 from parsers.families import hermes
+from parsers.families.base import PIECE
 from parsers.ids import counter_ids
 from parsers.types import ParsedMessage
 
@@ -184,7 +185,10 @@ def test_taken_on_bench_text(taken: list[bool]) -> None:
     text, kw, units = bench_text()
     msg = parse(text, generation=2, id_factory=counter_ids(), **kw)
     assert len(msg.tool_calls) == units
-    assert taken == [True] * units  # every call block went through the fast path
+    # every call but one cut by `feed_in_pieces` (batch feeds the machine PIECE characters at
+    # a time; a call across a piece boundary takes the reader)
+    assert len(taken) == units
+    assert taken.count(False) <= -(-len(text) // PIECE) - 1, taken
     assert_same_everywhere(text)
 
 
