@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import json
+import re
+
 from parsers.families.base import (
+    CallArgs,
+    CallBegin,
     CallContext,
+    CallEnd,
     CallScanner,
     Event,
     ScanResult,
@@ -17,6 +23,52 @@ CLOSE = "</tool_call>"
 _CLOSE_SET = MarkerSet((CLOSE,))
 _WS = " \t\r\n"
 
+# Whole-call fast path (issue 14, item 7): when one feed holds a complete call in the common
+# shape (`{"name": "...", "arguments": {...}}`, no backslash, no blank before a key's colon,
+# then `</tool_call>`)
+# the events are what `JsonCallObject` gives for it (the name, the arguments object exactly as
+# written, a complete end), computed with one regex and one C-level `raw_decode` instead of the
+# character-by-character reader. Anything else (escapes, other keys or order, NaN/Infinity, a
+# cut-off call, a chunk that holds only part of it) goes through the reader as before.
+_B = "[ \t\r\n]*"  # JSON blanks
+_WHOLE_HEAD = re.compile(
+    rf'{_B}\{{{_B}"name"{_B}:{_B}"([^"\\\x00-\x1f]*)"{_B},{_B}"arguments"{_B}:{_B}(?=\{{)'
+)
+_WHOLE_TAIL = re.compile(rf"{_B}\}}{_B}</tool_call>")
+# With no backslash every `"` delimits a string, so this finds blanks between a key and its
+# colon, which the reader moves after the colon: such arguments are not kept as written.
+_KEY_BLANK_COLON = re.compile(r'"[ \t\r\n]+:')
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(name)  # NaN/Infinity: the reader rejects them
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
+
+
+def whole_call(text: str) -> tuple[list[Event], int] | None:
+    """The events of the complete call at the start of `text` (after `<tool_call>`) and the
+    offset after its `</tool_call>`, or None when the text is not in the common shape."""
+    head = _WHOLE_HEAD.match(text)
+    if head is None or not head.group(1).strip():  # a blank name: not a call
+        return None
+    start = head.end()
+    close = text.find(CLOSE, start)
+    if close == -1:
+        return None
+    body = text[start:close]
+    if "\\" in body or _KEY_BLANK_COLON.search(body) is not None:
+        return None
+    try:
+        _, end = _DECODER.raw_decode(text, start)
+    except ValueError:
+        return None
+    tail = _WHOLE_TAIL.match(text, end)
+    if tail is None or tail.end() != close + len(CLOSE):
+        return None
+    return [CallBegin(head.group(1)), CallArgs(text[start:end]), CallEnd()], tail.end()
+
 
 class HermesScanner(CallScanner):
     """Reads `{...}` then optional whitespace and `</tool_call>`.
@@ -25,6 +77,8 @@ class HermesScanner(CallScanner):
     opener was prose). After the object, text other than the closer ends the region and goes
     back to content; a missing closer at the end of output is tolerated.
     """
+
+    whole_fast = True  # `whole_call` on a first feed (tests turn it off to compare)
 
     def __init__(self) -> None:
         self._obj = JsonCallObject()
@@ -44,6 +98,9 @@ class HermesScanner(CallScanner):
         return fragment
 
     def feed(self, text: str) -> ScanResult:
+        if not self._fed and self.whole_fast and (whole := whole_call(text)) is not None:
+            self._fed.append(text)
+            return ScanResult(whole[0], "done", text[whole[1] :])
         self._fed.append(text)
         events: list[Event] = []
         i = 0

@@ -64,6 +64,17 @@ _COUNTER_RE = re.compile(r"[0-9]+")
 _WORD = re.compile(r"\w")
 _FUNCTIONS_PREFIX = "functions."
 _WS = " \t\r\n"
+# Whole-arguments fast path (issue 14, item 7; as `hermes.whole_call`): blanks between a key
+# and its colon are moved by the reader, so such arguments take the reader.
+_KEY_BLANK_COLON = re.compile(r'"[ \t\r\n]+:')
+_STRING_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
+
+
+def _no_constant(name: str) -> object:
+    raise ValueError(name)  # NaN/Infinity: the reader rejects them
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
 
 
 def parse_call_id(header: str) -> tuple[str, str] | None:
@@ -91,6 +102,15 @@ def _marker_at(text: str, i: int, markers: tuple[str, ...], final: bool) -> str 
             if len(rest) < len(marker) and marker.startswith(rest):
                 return None
     return ""
+
+
+def _strings_canonical(value: str) -> bool:
+    """Every escaped string literal in the (valid JSON) `value` is written the way the reader
+    re-escapes strings (`json.dumps(..., ensure_ascii=False)`)."""
+    for token in _STRING_TOKEN.findall(value):
+        if "\\" in token and json.dumps(json.loads(token), ensure_ascii=False) != token:
+            return False
+    return True
 
 
 class _Call(Record):
@@ -149,12 +169,48 @@ class _Call(Record):
         """The call's markup as written, for V1 (returned as content when it does not parse)."""
         return "".join(self._raw)
 
+    whole_fast = True  # `_whole` before the reader (tests turn it off to compare)
+
     def feed(self, text: str, final: bool = False) -> str | None:
         text = self._buf + text
         self._buf = ""
         if not self._named:
             return self._header(text, final)
         return self._arguments(text, final)
+
+    def _whole(self, text: str) -> str | None:
+        """Arguments and end marker complete in `text`, in the common shape (a JSON object,
+        no `<` before `<|tool_call_end|>`, no blank before a key's colon, only blanks around
+        it, escaped strings written as `json.dumps` writes them): what the reader and `_close`
+        would do, with one C-level `raw_decode` (the reader keeps such an object exactly as
+        written). Returns the text
+        after the end marker, or None having changed nothing."""
+        k = text.find(CALL_END)
+        if k == -1:
+            return None
+        body = text[:k]
+        if "<" in body or _KEY_BLANK_COLON.search(body) is not None:
+            return None
+        value = body.strip(_WS)
+        if not value.startswith("{"):
+            return None
+        lead = len(body) - len(body.lstrip(_WS))
+        try:
+            _, end = _DECODER.raw_decode(body, lead)
+        except ValueError:
+            return None
+        if end != lead + len(value):
+            return None
+        if "\\" in value and not _strings_canonical(value):
+            return None
+        self._raw.append(body[:lead])
+        self._started = True
+        self._append(body[lead:])
+        self._send(value)
+        self._raw.append(CALL_END)
+        self.ended = True
+        self.events.append(CallEnd(True, self.raw))
+        return text[k + len(CALL_END) :]
 
     def streaming(self) -> bool:
         """Inside a JSON string of the arguments, nothing undecided: `string_run` may take
@@ -239,6 +295,14 @@ class _Call(Record):
     # -- arguments --
 
     def _arguments(self, text: str, final: bool) -> str | None:
+        if (
+            self.whole_fast
+            and not self._started
+            and self._counter_id is None
+            and not self._raw_mode
+            and (rest := self._whole(text)) is not None
+        ):
+            return rest
         n = len(text)
         i = fed = 0  # text[:fed] is taken (argument text)
         if not self._escape and "<" not in text and '"' not in text and "\\" not in text:
