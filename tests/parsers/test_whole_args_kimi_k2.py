@@ -6,101 +6,30 @@ bench's realistic text."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from fastpath_check import JSON, SEPS, FastPath, bench_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from parser_samples import Sample, case_id, sample_cases
 
 from parsers import parse
-from parsers.errors import ConfigError
 from parsers.families import kimi_k2
 from parsers.families.base import PIECE
 from parsers.ids import counter_ids
-from parsers.types import ParsedMessage
 
-TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "get_weather",
-            "parameters": {
-                "type": "object",
-                "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
-            },
-        },
-    }
-]
-VARIANTS: tuple[dict[str, Any], ...] = (
-    {},
-    {"tool_choice": "none", "tools": TOOLS},
-    {"tool_choice": "auto", "tools": TOOLS},
-    {"tool_choice": "required", "tools": TOOLS},
-    {"tool_choice": {"type": "function", "function": {"name": "get_weather"}}, "tools": TOOLS},
-    {"thinking": False},
-    {"prompt": "<think>"},
-)
-BASE = {"tool_parser": "kimi_k2", "reasoning_parser": "kimi_k25"}
-
-
-def both(text: str, kw: dict[str, Any]) -> tuple[ParsedMessage | str, ParsedMessage | str]:
-    """(fast path on, off); a ConfigError (a variant the setup refuses) on both sides alike."""
-    out: list[ParsedMessage | str] = []
-    for fast in (True, False):
-        kimi_k2._Call.whole_fast = fast
-        try:
-            out.append(parse(text, id_factory=counter_ids(), **kw))
-        except ConfigError as exc:
-            out.append(f"ConfigError: {exc}")
-        finally:
-            kimi_k2._Call.whole_fast = True
-    return out[0], out[1]
-
-
-def assert_same_everywhere(text: str, base: dict[str, Any] = BASE) -> None:
-    for gen in (1, 2):
-        for variant in VARIANTS:
-            fast, slow = both(text, {**base, **variant, "generation": gen})
-            assert fast == slow, (gen, variant, text)
+FAST = FastPath(kimi_k2._Call, {"tool_parser": "kimi_k2", "reasoning_parser": "kimi_k25"})
+BASE = FAST.base
+assert_same_everywhere = FAST.assert_same_everywhere
 
 
 @pytest.mark.parametrize(
     "case", [c for c in sample_cases() if c[0].tool_parser == "kimi_k2"], ids=case_id
 )
 def test_samples(case: tuple[Sample, int]) -> None:
-    sample, gen = case
-    kw = sample.kwargs(gen)
-    for fast in (True, False):
-        kimi_k2._Call.whole_fast = fast
-        try:
-            got = sample.batch(gen)
-        finally:
-            kimi_k2._Call.whole_fast = True
-        if fast:
-            first = got
-    assert first == got
-    assert_same_everywhere(sample.text, {k: kw[k] for k in ("tool_parser", "reasoning_parser")})
-
-
-JSON = st.recursive(
-    st.none()
-    | st.booleans()
-    | st.integers(-(10**20), 10**20)
-    | st.floats(allow_nan=True, allow_infinity=True)
-    | st.text(alphabet=st.sampled_from('ab é"\\/\n\t<>{}[]:,\x01'), max_size=8),
-    lambda inner: (
-        st.lists(inner, max_size=3)
-        | st.dictionaries(st.text(alphabet='ab"\\ ', max_size=3), inner, max_size=3)
-    ),
-    max_leaves=8,
-)
-SEPS = st.sampled_from(
-    [(", ", ": "), (",", ":"), (" ,\n", " : "), (",\t", ":\r\n"), ("\n,", "\t:"), (" , ", " :")]
-)
+    FAST.assert_sample(*case)
 
 
 def call_text(args: Any, seps: tuple[str, str], name: str, head: str, tail: str) -> str:
@@ -165,14 +94,6 @@ def test_marker_soup(pieces: list[str]) -> None:
     assert_same_everywhere("".join(pieces))
 
 
-def bench_text() -> tuple[str, dict[str, Any], int]:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import bench_parsers
-
-    kw, unit = bench_parsers.FAMILIES["kimi_k2"]
-    return bench_parsers.output(unit, 8), kw, 8
-
-
 @pytest.fixture
 def taken(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
     seen: list[bool] = []
@@ -188,7 +109,7 @@ def taken(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
 
 
 def test_taken_on_bench_text(taken: list[bool]) -> None:
-    text, kw, units = bench_text()
+    text, kw, units = bench_text("kimi_k2")
     msg = parse(text, generation=2, id_factory=counter_ids(), **kw)
     assert len(msg.tool_calls) == units
     # every call but one cut by `feed_in_pieces` (batch feeds the machine PIECE characters at
