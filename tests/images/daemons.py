@@ -20,13 +20,14 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
+
+from images_support import build_images
 
 DOCKER = "/usr/bin/docker"  # Debian's client, BuildKit built in
 
@@ -200,28 +201,8 @@ def buildtool_images(
     if docker_host:
         env["DOCKER_HOST"] = docker_host
     start = time.monotonic()
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-B",
-            "-m",
-            "buildtool",
-            "images",
-            "build",
-            "--workspace",
-            str(workspace),
-            *args,
-        ],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=timeout,
-        check=False,
-    )
-    seconds = time.monotonic() - start
-    if done.returncode != 0:
-        raise AssertionError(f"build failed ({done.returncode}):\n{done.stdout}\n{done.stderr}")
-    return seconds, done
+    done = build_images(workspace, *args, env=env, timeout=timeout)
+    return time.monotonic() - start, done
 
 
 def cache_from_args(refs: Sequence[str]) -> list[str]:

@@ -45,7 +45,12 @@ def copy_workspace(dest: Path) -> Path:
     return dest
 
 
-def build_images(workspace: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def build_images(
+    workspace: Path,
+    *args: str,
+    env: dict[str, str] | None = None,
+    timeout: float = BUILD_TIMEOUT_S,
+) -> subprocess.CompletedProcess[str]:
     """`buildtool images build` on `workspace`; fails the test with the output on error."""
     done = subprocess.run(
         [
@@ -61,7 +66,8 @@ def build_images(workspace: Path, *args: str) -> subprocess.CompletedProcess[str
         ],
         capture_output=True,
         text=True,
-        timeout=BUILD_TIMEOUT_S,
+        env=env,
+        timeout=timeout,
         check=False,
     )
     assert done.returncode == 0, f"build failed ({done.returncode}):\n{done.stdout}\n{done.stderr}"
