@@ -25,6 +25,7 @@ from buildtool.cache.digest import (
     auto_threads,
     hasher_factory,
 )
+from buildtool.cache.entries import kind
 from buildtool.cache.errors import CacheError, show
 from buildtool.cache.inputs import InputRules
 
@@ -59,16 +60,6 @@ class ScanResult:
 
 ProgressHook = Callable[[int, int], None]  # (files done, bytes done) increments
 _Dir = tuple[bytes, list[bytes]]  # (directory rel path, file names in it)
-
-
-def _special_kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "fifo"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "device"
-    return "special file"
 
 
 def _join(rel: bytes, name: bytes) -> bytes:
@@ -141,7 +132,7 @@ class _Walk:
                 rels.append(child)
             else:
                 mode = item.stat(follow_symlinks=False).st_mode
-                self.skipped.append(Skipped(child, _special_kind(mode)))
+                self.skipped.append(Skipped(child, kind(mode)))
         if names:
             self.dirs.append((rel, names))
             self.rels.extend(rels)
@@ -337,7 +328,7 @@ def scan(
         elif status == _BIG:
             big.append(child)
         elif status == _NOT_REGULAR:
-            skipped.append(Skipped(child, _special_kind(mode)))
+            skipped.append(Skipped(child, kind(mode)))
         else:
             raise _error(os.path.join(root, child), size)
         done += 1

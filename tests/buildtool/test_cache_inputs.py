@@ -149,9 +149,9 @@ def test_fifo_is_skipped_with_a_warning(tmp_path: Path) -> None:
     write(ws / "a.txt", "a")
     os.mkfifo(ws / "pipe")
     result = scan(os.fsencode(ws), InputRules.build([], ()))
-    assert [(s.path, s.what) for s in result.skipped] == [(b"pipe", "fifo")]
+    assert [(s.path, s.what) for s in result.skipped] == [(b"pipe", "a FIFO")]
     done = run_helper(ws, tmp_path / "cache", ["true"])
-    assert "warning: skipped fifo pipe" in done.stderr
+    assert "warning: skipped a FIFO pipe" in done.stderr
     assert stat.S_ISFIFO(os.lstat(ws / "pipe").st_mode)
 
 
