@@ -152,6 +152,9 @@ class CallContext(Frozen):
 
 
 ScanStatus = Literal["more", "done", "reject"]
+# A call read whole by a family's batch grammar (`ToolGrammar.batch_call`): native id (None:
+# the id factory's), name, arguments JSON (what the scanner streams, joined), offset after it
+BatchCall = tuple[str | None, str, str, int]
 
 
 class ScanResult(Record):
@@ -225,6 +228,14 @@ class ToolGrammar(ABC):
     @abstractmethod
     def scanner(self, start: str, ctx: CallContext) -> CallScanner:
         """A scanner for the region opened by the start marker `start`."""
+
+    # --- whole-output batch grammar (parsers.batch) ---
+    def batch_call(self, text: str, pos: int, start: str, ctx: CallContext) -> BatchCall | None:
+        """The complete call of the region opened by `start` whose text begins at `pos` of the
+        whole output `text`, exactly as `scanner(start, ctx)` reads it (V2), with the offset
+        after the region; None whenever that is not certain (the engine then parses the
+        output). Default: no batch grammar, the engine parses every output of the family."""
+        return None
 
 
 class ReasoningGrammar(Frozen):

@@ -1,0 +1,168 @@
+"""The whole-output batch path (`parsers.batch`, issue 14 item 7) gives exactly the engine's
+message (content, reasoning, calls with ids and arguments, finish reason, route) in both
+generations, under every tool_choice, thinking state and prompt: on the samples of every
+family, the bench texts, generated prose with quotes, code and markers, and generated calls
+(whole, cut off, unusual); and it is taken on the bench texts of the families that declare a
+batch grammar."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fastpath_check import JSON, SEPS, FastPath, bench_text
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from parser_samples import Sample, case_id, sample_cases
+
+import parsers.batch
+from parsers import parse
+from parsers.batch import BatchPath
+from parsers.ids import counter_ids
+from parsers.plan import ParsePlan
+from parsers.types import ParsedMessage
+
+# families with a batch grammar: their bench text must take the path
+BATCH_FAMILIES = ("hermes",)
+BENCH_FAMILIES = ("hermes", "qwen3_coder", "glm47", "deepseek_v4", "kimi_k2", "gemma4", "kimi_k3")
+FAMILY_KW: dict[str, dict[str, Any]] = {
+    "hermes": {"tool_parser": "hermes", "reasoning_parser": "qwen3"},
+    "glm47": {"tool_parser": "glm47", "reasoning_parser": "glm45"},
+}
+FAST = {name: FastPath(BatchPath, kw) for name, kw in FAMILY_KW.items()}
+
+
+@pytest.mark.parametrize("case", sample_cases(), ids=case_id)
+def test_samples(case: tuple[Sample, int]) -> None:
+    sample, gen = case
+    FastPath(BatchPath, {}).assert_sample(sample, gen)
+
+
+@pytest.fixture
+def taken(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
+    """Whether each parse took the batch path (its walk gave a result)."""
+    seen: list[bool] = []
+    real = parsers.batch.parse_batch
+
+    def spy(plan: ParsePlan, text: str, reason: str, ids: Any) -> ParsedMessage | None:
+        result = real(plan, text, reason, ids)
+        seen.append(result is not None)
+        return result
+
+    monkeypatch.setattr(parsers.api, "parse_batch", spy)
+    yield seen
+
+
+@pytest.mark.parametrize("family", BENCH_FAMILIES)
+def test_bench_text(family: str, taken: list[bool]) -> None:
+    text, kw, units = bench_text(family)
+    msg = parse(text, generation=2, id_factory=counter_ids(), **kw)
+    assert len(msg.tool_calls) == units
+    assert taken == [family in BATCH_FAMILIES]
+    FastPath(BatchPath, kw).assert_same_everywhere(text)
+
+
+def test_sidecar_shares_it(taken: list[bool]) -> None:
+    """The sidecar's non-streamed path is the same function."""
+    from parsers.api import make_plan
+    from sidecar.parsing import parse_whole
+
+    text, kw, units = bench_text("hermes")
+    msg = parse_whole(make_plan(generation=2, **kw), text, "stop")
+    assert taken == [True] and len(msg.tool_calls) == units and msg.route == "parser_v2"
+
+
+def test_switched_off_means_engine(taken: list[bool]) -> None:
+    text, kw, _ = bench_text("hermes")
+    BatchPath.whole_fast = False
+    try:
+        parse(text, generation=2, **kw)
+    finally:
+        BatchPath.whole_fast = True
+    assert taken == [False]
+
+
+def test_quoted_and_cut_fall_back(taken: list[bool]) -> None:
+    kw = FAMILY_KW["hermes"]
+    whole = '<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>'
+    msg = parse(f'Say "{whole}" ok', generation=2, **kw)  # quoted: text, decided here
+    assert msg.tool_calls == [] and taken == [True]
+    parse(whole[:-5], generation=2, **kw)  # cut off: the engine
+    parse('<tool_call>{"name": "f", "arguments": {"a": "\\u00e9"}}</tool_call>', **kw)
+    assert taken == [True, False, False]
+
+
+# Prose pieces: quotes, apostrophes, code spans and fences, blanks, newlines, and markers of
+# the marker families (their own and others').
+PROSE = [
+    "Hi. ",
+    "I'm ",
+    "users' ",
+    " 'x' ",
+    "'",
+    '"',
+    ' "q" ',
+    'a"b',
+    "`",
+    "``",
+    "```",
+    "`c`",
+    "\n",
+    " ",
+    "\t",
+    "é",
+    "_",
+    "<",
+    "</",
+    "<think>",
+    "</think>",
+    "<tool_call>",
+    "</tool_call>",
+    "<|im_end|>",
+    "<arg_key>",
+]
+
+
+def _hermes_call(args: Any, seps: tuple[str, str], name: str, tail: str) -> str:
+    body = json.dumps(args, separators=seps, ensure_ascii=False, allow_nan=True)
+    return f'<tool_call>\n{{"name": {json.dumps(name)}, "arguments": {body}{tail}'
+
+
+HERMES_CALLS = st.builds(
+    _hermes_call,
+    JSON.filter(lambda v: isinstance(v, dict)) | st.just({"city": "Zürich", "days": 2}),
+    SEPS,
+    st.sampled_from(["get_weather", "f", "", 'a"b']),
+    st.sampled_from(["}\n</tool_call>", "}</tool_call>", "} </tool_call", "}"]),
+)
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(PROSE) | HERMES_CALLS, max_size=14))
+def test_generated_hermes(pieces: list[str]) -> None:
+    FAST["hermes"].assert_same_everywhere("".join(pieces))
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(PROSE), max_size=20), st.sampled_from(list(FAMILY_KW)))
+def test_generated_prose(pieces: list[str], family: str) -> None:
+    """The quote/code shortcut (`batch._prose`) against the tracker: prose and markers only."""
+    FAST[family].assert_same_everywhere("".join(pieces))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(alphabet=st.sampled_from("ab1 _é\"'`\n"), max_size=24), st.booleans())
+def test_quote_shapes_before_a_call(prose: str, think: bool) -> None:
+    call = '<tool_call>{"name": "f", "arguments": {}}</tool_call>'
+    text = (f"<think>{prose}</think>" if think else "") + f"{prose}{call}{prose}{call}"
+    FAST["hermes"].assert_same_everywhere(text)
+
+
+@pytest.mark.parametrize("reason", ["length", "stop", "content_filter"])
+def test_finish_reasons(reason: str) -> None:
+    text, kw, _ = bench_text("hermes", units=2)
+    for cut in (text, text[: len(text) // 2]):
+        fast, slow = FAST["hermes"].both(cut, {**kw, "generation": 2, "finish_reason": reason})
+        assert fast == slow
