@@ -20,7 +20,6 @@ import re
 
 from parsers.families import reasoning_grammar, tool_grammar
 from parsers.families.base import (
-    BatchCall,
     CallContext,
     ChannelGrammar,
     ReasoningGrammar,
@@ -63,7 +62,7 @@ def parse_batch(
     content, reasoning_text, calls = found
     emit = plan.tool_mode != "none"  # `none` (V2): call markup consumed, no call emitted
     tool_calls = [
-        ToolCall(native or id_factory(), name, args) for native, name, args, _ in calls if emit
+        ToolCall(native or id_factory(), name, args) for native, name, args in calls if emit
     ]
     return ParsedMessage(
         content="".join(content) or None,
@@ -80,7 +79,7 @@ def _walk(
     text: str,
     tool: ToolGrammar | None,
     reasoning: ReasoningGrammar | None,
-) -> tuple[list[str], list[str], list[BatchCall]] | None:
+) -> tuple[list[str], list[str], list[tuple[str | None, str, str]]] | None:
     """Content pieces, reasoning pieces and calls: `MarkerMachine._scan_text` (V2) over the
     whole output at once, end of output included; None at anything it leaves to the engine."""
     (starts, opens, closes, ends, markers, _, _, lead_opens, stray, pairing) = marker_tables_for(
@@ -89,7 +88,7 @@ def _walk(
     strip_reasoning = not (reasoning is not None and plan.reasoning_channel)
     content: list[str] = []
     thought: list[str] = []
-    calls: list[BatchCall] = []
+    calls: list[tuple[str | None, str, str]] = []
     ctx: CallContext | None = None
     quotes = QuoteTracker()
     n = len(text)
@@ -154,11 +153,11 @@ def _walk(
                 assert tool is not None
                 if ctx is None:
                     ctx = CallContext.from_tools(plan.tools)
-                call = tool.batch_call(text, end, marker, ctx)
-                if call is None:
+                region = tool.batch_call(text, end, marker, ctx)
+                if region is None:
                     return None
-                calls.append(call)
-                pos = call[3]
+                calls += region[0]
+                pos = region[1]
                 in_reasoning = False
                 after_call = True
                 if not fresh:

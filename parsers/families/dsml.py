@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from parsers.families.base import (
+    BatchCall,
     CallArgs,
     CallContext,
     CallEnd,
@@ -37,6 +38,7 @@ from parsers.families.base import (
     Event,
     ScanResult,
     ToolGrammar,
+    scanned_region,
 )
 from parsers.families.xmlargs import (
     ArgsJson,
@@ -405,3 +407,8 @@ class DsmlGrammar(ToolGrammar):
         if start == self._orphan:
             return DsmlScanner(start, next(iter(self._blocks.values())), ctx, orphan=True)
         return DsmlScanner(start, self._blocks[start], ctx)
+
+    # --- whole-output batch grammar (parsers.batch) ---
+    def batch_call(self, text: str, pos: int, start: str, ctx: CallContext) -> BatchCall | None:
+        # the scanner fed the region up to its end marker at once
+        return scanned_region(self, text, pos, start, ctx)

@@ -16,6 +16,7 @@ from typing import Any, Literal
 from parsers.families.base import (
     AnyReasoningGrammar,
     AnyToolGrammar,
+    BatchCall,
     CallArgs,
     CallContext,
     CallScanner,
@@ -23,6 +24,7 @@ from parsers.families.base import (
     ReasoningGrammar,
     ScanResult,
     ToolGrammar,
+    scanned_region,
 )
 from parsers.families.xmlargs import (
     ArgsJson,
@@ -291,6 +293,11 @@ class GlmGrammar(ToolGrammar):
 
     def scanner(self, start: str, ctx: CallContext) -> CallScanner:
         return GlmScanner(ctx)
+
+    # --- whole-output batch grammar (parsers.batch) ---
+    def batch_call(self, text: str, pos: int, start: str, ctx: CallContext) -> BatchCall | None:
+        # the scanner fed the region up to `</tool_call>` at once
+        return scanned_region(self, text, pos, start, ctx)
 
 
 TOOL_GRAMMARS: dict[str, AnyToolGrammar] = {"glm47": GlmGrammar()}

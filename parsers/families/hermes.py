@@ -163,4 +163,4 @@ class HermesGrammar(ToolGrammar):
     def batch_call(self, text: str, pos: int, start: str, ctx: CallContext) -> BatchCall | None:
         # the whole-call shape above; anything else (escapes, cut-off, ...) is the engine's
         found = _whole(text, pos)
-        return None if found is None else (None, *found)
+        return None if found is None else ([(None, found[0], found[1])], found[2])

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from parsers.families.base import (
+    BatchCall,
     CallArgs,
     CallBegin,
     CallContext,
@@ -43,6 +44,7 @@ from parsers.families.base import (
     ScanResult,
     Text,
     ToolGrammar,
+    scanned_region,
 )
 from parsers.jsonstream import JsonValueReader
 from parsers.record import Record
@@ -658,6 +660,11 @@ class KimiK2Grammar(ToolGrammar):
 
     def scanner(self, start: str, ctx: CallContext) -> CallScanner:
         return _Scanner(start, ctx)
+
+    # --- whole-output batch grammar (parsers.batch) ---
+    def batch_call(self, text: str, pos: int, start: str, ctx: CallContext) -> BatchCall | None:
+        # the scanner fed the region up to its end marker at once
+        return scanned_region(self, text, pos, start, ctx)
 
 
 TOOL_GRAMMARS = {"kimi_k2": KimiK2Grammar()}

@@ -16,12 +16,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from parsers.families.base import (
+    BatchCall,
     CallArgs,
     CallContext,
     CallScanner,
     Event,
     ScanResult,
     ToolGrammar,
+    scanned_region,
 )
 from parsers.families.hermes import HermesScanner
 from parsers.families.xmlargs import (
@@ -544,3 +546,8 @@ class Qwen3CoderGrammar(ToolGrammar):
 
     def scanner(self, start: str, ctx: CallContext) -> CallScanner:
         return Qwen3CoderScanner(start, ctx)
+
+    # --- whole-output batch grammar (parsers.batch) ---
+    def batch_call(self, text: str, pos: int, start: str, ctx: CallContext) -> BatchCall | None:
+        # the scanner fed the region up to its end marker at once
+        return scanned_region(self, text, pos, start, ctx)

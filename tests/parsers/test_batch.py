@@ -25,11 +25,15 @@ from parsers.plan import ParsePlan
 from parsers.types import ParsedMessage
 
 # families with a batch grammar: their bench text must take the path
-BATCH_FAMILIES = ("hermes",)
+BATCH_FAMILIES = ("hermes", "glm47", "qwen3_coder", "deepseek_v4", "kimi_k2")
 BENCH_FAMILIES = ("hermes", "qwen3_coder", "glm47", "deepseek_v4", "kimi_k2", "gemma4", "kimi_k3")
 FAMILY_KW: dict[str, dict[str, Any]] = {
     "hermes": {"tool_parser": "hermes", "reasoning_parser": "qwen3"},
     "glm47": {"tool_parser": "glm47", "reasoning_parser": "glm45"},
+    "qwen3_coder": {"tool_parser": "qwen3_coder", "reasoning_parser": "qwen3"},
+    "deepseek_v4": {"tool_parser": "deepseek_v4", "reasoning_parser": "deepseek_v4"},
+    "deepseek_v41": {"tool_parser": "deepseek_v41", "reasoning_parser": "deepseek_v41"},
+    "kimi_k2": {"tool_parser": "kimi_k2", "reasoning_parser": "kimi_k25"},
 }
 FAST = {name: FastPath(BatchPath, kw) for name, kw in FAMILY_KW.items()}
 
@@ -122,6 +126,12 @@ PROSE = [
     "</tool_call>",
     "<|im_end|>",
     "<arg_key>",
+    "<function=",
+    "</parameter>",
+    "<\uff5cDSML\uff5ctool_calls>",
+    "<|tool_calls_section_begin|>",
+    "<|tool_call_begin|>",
+    "<|tool_call_end|>",
 ]
 
 
@@ -166,3 +176,28 @@ def test_finish_reasons(reason: str) -> None:
     for cut in (text, text[: len(text) // 2]):
         fast, slow = FAST["hermes"].both(cut, {**kw, "generation": 2, "finish_reason": reason})
         assert fast == slow
+
+
+def _bench_calls(family: str) -> st.SearchStrategy[str]:
+    """The bench's call blocks of `family` (schema-less), whole or cut anywhere."""
+    import bench_parsers
+
+    maker = {
+        "glm47": bench_parsers._glm,
+        "qwen3_coder": bench_parsers._coder,
+        "deepseek_v4": bench_parsers._dsml,
+        "deepseek_v41": bench_parsers._dsml,
+        "kimi_k2": bench_parsers._kimi_k2,
+    }[family]
+    whole = st.integers(0, 9).map(maker)
+    return whole | st.tuples(whole, st.integers(0, 400)).map(lambda c: c[0][: c[1]])
+
+
+@pytest.mark.parametrize(
+    "family", ["glm47", "qwen3_coder", "deepseek_v4", "deepseek_v41", "kimi_k2"]
+)
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_generated_scanned_regions(family: str, data: st.DataObject) -> None:
+    pieces = data.draw(st.lists(st.sampled_from(PROSE) | _bench_calls(family), max_size=8))
+    FAST[family].assert_same_everywhere("".join(pieces))
