@@ -138,10 +138,8 @@ def _walk(
                     continue
             else:
                 fresh = False
-                quotes.feed(text[fed:start])
-                fed = start
-                if quotes.quoted(marker[0]):
-                    quotes.feed(marker)
+                before, fed = text[fed:start], start
+                if quotes.quotes_marker(before, marker):
                     search = fed = end
                     continue
             if marker in starts:

@@ -445,10 +445,8 @@ class MarkerMachine(FamilyMachine):
                 # `<|channel>thought\n`): wait until the next characters decide
                 return self._hold(data, start, pos, fed, strip_ws, events, channel)
             if quotes is not None:
-                quotes.feed(data[fed:start])
-                fed = start
-                if quotes.quoted(marker[0]):
-                    quotes.feed(marker)
+                before, fed = data[fed:start], start
+                if quotes.quotes_marker(before, marker):
                     pos = fed = end
                     continue
             rest = data[end:]

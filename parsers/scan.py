@@ -159,6 +159,15 @@ class QuoteTracker:
         self._resolve(nxt)
         return self.dq or self.sq or self.code or self.fence
 
+    def quotes_marker(self, before: str, marker: str) -> bool:
+        """Feed the prose `before` a marker; True (the marker fed too, as prose) when the
+        marker is inside quotes or code."""
+        self.feed(before)
+        if self.quoted(marker[0]):
+            self.feed(marker)
+            return True
+        return False
+
     def feed(self, seg: str) -> None:
         if not seg:
             return
