@@ -158,7 +158,8 @@ def parse(
     request: Mapping[str, Any] | None = None,
     id_factory: IdFactory = new_call_id,
 ) -> ParsedMessage:
-    """Parse a whole response (batch): the same engine fed once, so batch equals streaming.
+    """Parse a whole response (batch): `parse_text`, the whole-output batch path or the same
+    engine fed once, so batch equals streaming.
 
     One batch-only rule (parsers.md, DeepSeek V4.1): without prefill information, a leading unquoted
     `</think>` with no opener means the text before it was reasoning.
