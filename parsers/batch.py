@@ -17,19 +17,23 @@ families, a family without a batch grammar, any call region its grammar does not
 from __future__ import annotations
 
 import re
+from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from parsers.families import reasoning_grammar, tool_grammar
 from parsers.families.base import (
     CallContext,
     ChannelGrammar,
-    ReasoningGrammar,
     ToolGrammar,
 )
 from parsers.ids import IdFactory
 from parsers.machine import marker_tables_for
-from parsers.plan import ParsePlan
+from parsers.plan import ParsePlan, ToolMode
 from parsers.scan import MarkerSet, QuoteTracker
 from parsers.types import ParsedMessage, ToolCall
+
+if TYPE_CHECKING:
+    from parsers.machine import _Tables
 
 _WS = " \t\r\n"
 _NON_BLANK = re.compile(r"[^ \t\r\n]")
@@ -50,13 +54,16 @@ def parse_batch(
         return None
     if plan.parse_tools and plan.tool_mode in ("required", "named"):
         return None  # forced choices: guided JSON and the answer-start rules stay the engine's
-    tool = tool_grammar(plan.tool_parser) if plan.tool_parser else None
-    reasoning = reasoning_grammar(plan.reasoning_parser) if plan.reasoning_parser else None
-    if isinstance(tool, ChannelGrammar) or isinstance(reasoning, ChannelGrammar):
+    config = _config(
+        plan.tool_parser,
+        plan.reasoning_parser,
+        plan.parse_tools,
+        plan.tool_mode,
+        plan.reasoning_channel,
+    )
+    if config is None:
         return None
-    if tool is not None and plan.parse_tools and type(tool).batch_call is ToolGrammar.batch_call:
-        return None  # no batch grammar for this family
-    found = _walk(plan, text, tool, reasoning)
+    found = _walk(plan, text, *config)
     if found is None:
         return None
     content, reasoning_text, calls = found
@@ -74,18 +81,46 @@ def parse_batch(
     )
 
 
+@lru_cache(maxsize=256)
+def _config(
+    tool_parser: str | None,
+    reasoning_parser: str | None,
+    parse_tools: bool,
+    tool_mode: ToolMode,
+    reasoning_channel: bool,
+) -> tuple[ToolGrammar | None, bool, _Tables] | None:
+    """What the walk needs for one grammar configuration (shared: `parse_batch` runs per
+    response): the tool grammar, whether reasoning markup is stripped, the machine's marker
+    tables; None when this path does not apply (channel families, no batch grammar)."""
+    tool = tool_grammar(tool_parser) if tool_parser else None
+    reasoning = reasoning_grammar(reasoning_parser) if reasoning_parser else None
+    if isinstance(tool, ChannelGrammar) or isinstance(reasoning, ChannelGrammar):
+        return None
+    if tool is not None and parse_tools and type(tool).batch_call is ToolGrammar.batch_call:
+        return None  # no batch grammar for this family
+    plan = ParsePlan(
+        "parser_v2",
+        None,
+        tool_parser,
+        reasoning_parser,
+        tool_mode=tool_mode,
+        parse_tools=parse_tools,
+        reasoning_channel=reasoning_channel,
+    )
+    strip_reasoning = not (reasoning is not None and reasoning_channel)
+    return tool, strip_reasoning, marker_tables_for(plan, 2, tool, reasoning)
+
+
 def _walk(
     plan: ParsePlan,
     text: str,
     tool: ToolGrammar | None,
-    reasoning: ReasoningGrammar | None,
+    strip_reasoning: bool,
+    tables: _Tables,
 ) -> tuple[list[str], list[str], list[tuple[str | None, str, str]]] | None:
     """Content pieces, reasoning pieces and calls: `MarkerMachine._scan_text` (V2) over the
     whole output at once, end of output included; None at anything it leaves to the engine."""
-    (starts, opens, closes, ends, markers, _, _, lead_opens, stray, pairing) = marker_tables_for(
-        plan, 2, tool, reasoning
-    )
-    strip_reasoning = not (reasoning is not None and plan.reasoning_channel)
+    (starts, opens, closes, ends, markers, _, _, lead_opens, stray, pairing) = tables
     content: list[str] = []
     thought: list[str] = []
     calls: list[tuple[str | None, str, str]] = []
@@ -113,12 +148,13 @@ def _walk(
         out = thought if in_reasoning else content
         mode = "reasoning" if in_reasoning else "content"
         mset = markers[mode]
+        find = mset.pattern.search
         search = pos  # where the next marker is looked for (after quoted ones)
         fed = pos  # the quote tracker has seen text[:fed]
         fresh = True  # the tracker is as reset at `fed`, has seen nothing since
         rechecks = 0  # quoted markers decided by `_prose` since `fed` (each re-reads from it)
         while True:
-            m = mset.search(text, search)
+            m = find(text, search)
             if m is None:
                 cut = _cut_marker(text, mset, quotes, search, fed)
                 if cut > pos:
@@ -133,6 +169,9 @@ def _walk(
                 # decided without the tracker (it stays unfed: a reset follows an unquoted
                 # marker; a quoted one is prose, seen again by the next check)
                 if shape.group(1) is not None:
+                    # the state before the open span is closed and the span starts with a
+                    # backtick (no previous character matters): the next check starts there
+                    fed += shape.start(1)
                     rechecks += 1
                     search = end
                     continue
