@@ -201,3 +201,63 @@ def _bench_calls(family: str) -> st.SearchStrategy[str]:
 def test_generated_scanned_regions(family: str, data: st.DataObject) -> None:
     pieces = data.draw(st.lists(st.sampled_from(PROSE) | _bench_calls(family), max_size=8))
     FAST[family].assert_same_everywhere("".join(pieces))
+
+
+GLM_LAYOUT = st.sampled_from(["", "\n", " ", "\\n", "\n\\n ", "x"])
+GLM_VALUE = st.sampled_from(
+    ["", " ", "1", " 2 ", '{"a": 1}', "[1, 2]", "null", "a & b", "&amp;", '"q"', "Zürich",
+     "\n x \n", "true", "1e999", '[{\\"id\\": 1}]', "rust, go", "<b>"]
+)  # fmt: skip
+GLM_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "f",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "a": {"type": "string"},
+                    "n": {"type": "integer"},
+                    "l": {"type": "array"},
+                    "o": {"type": ["object", "null"]},
+                },
+            },
+        },
+    }
+]
+
+
+@st.composite
+def glm_calls(draw: st.DrawFn) -> str:
+    name = draw(st.sampled_from(["f", " f ", "f\\n", "", "a<b"]))
+    out = f"<tool_call>{name}{draw(GLM_LAYOUT)}"
+    for _ in range(draw(st.integers(0, 3))):
+        key = draw(st.sampled_from(["a", "n", "l", "o", " a ", "k"]))
+        out += f"<arg_key>{key}</arg_key>{draw(GLM_LAYOUT)}<arg_value>{draw(GLM_VALUE)}"
+        out += draw(st.sampled_from(["</arg_value>", "</arg_value>\n", ""])) + draw(GLM_LAYOUT)
+    return out + draw(st.sampled_from(["</tool_call>", "</tool_call>\n", ""]))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(glm_calls() | st.sampled_from(PROSE), min_size=1, max_size=4))
+def test_generated_glm(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    FAST["glm47"].assert_same_everywhere(text)
+    FAST["glm47"].assert_same_everywhere(text, {**FAMILY_KW["glm47"], "tools": GLM_TOOLS})
+
+
+def test_glm_whole_reader_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    from parsers.families import glm
+
+    seen: list[bool] = []
+    real = glm._whole_call
+
+    def spy(region: str, ctx: Any) -> Any:
+        result = real(region, ctx)
+        seen.append(result is not None)
+        return result
+
+    monkeypatch.setattr(glm, "_whole_call", spy)
+    text, kw, units = bench_text("glm47")
+    assert len(parse(text, generation=2, **kw).tool_calls) == units
+    assert seen == [True] * units
