@@ -60,6 +60,7 @@ def parse_batch(
         plan.parse_tools,
         plan.tool_mode,
         plan.reasoning_channel,
+        plan.start_in_reasoning,
     )
     if config is None:
         return None
@@ -88,16 +89,11 @@ def _config(
     parse_tools: bool,
     tool_mode: ToolMode,
     reasoning_channel: bool,
+    start_in_reasoning: bool,
 ) -> tuple[ToolGrammar | None, bool, _Tables] | None:
     """What the walk needs for one grammar configuration (shared: `parse_batch` runs per
     response): the tool grammar, whether reasoning markup is stripped, the machine's marker
     tables; None when this path does not apply (channel families, no batch grammar)."""
-    tool = tool_grammar(tool_parser) if tool_parser else None
-    reasoning = reasoning_grammar(reasoning_parser) if reasoning_parser else None
-    if isinstance(tool, ChannelGrammar) or isinstance(reasoning, ChannelGrammar):
-        return None
-    if tool is not None and parse_tools and type(tool).batch_call is ToolGrammar.batch_call:
-        return None  # no batch grammar for this family
     plan = ParsePlan(
         "parser_v2",
         None,
@@ -105,8 +101,24 @@ def _config(
         reasoning_parser,
         tool_mode=tool_mode,
         parse_tools=parse_tools,
+        start_in_reasoning=start_in_reasoning,
         reasoning_channel=reasoning_channel,
     )
+    tool_g = tool_grammar(tool_parser) if tool_parser else None
+    reasoning_g = reasoning_grammar(reasoning_parser) if reasoning_parser else None
+    # a channel family's machine (`engine.build_machine`): walked when it is a marker machine
+    channel = next((g for g in (tool_g, reasoning_g) if isinstance(g, ChannelGrammar)), None)
+    if channel is not None:
+        grammars = channel.batch_grammars(plan)
+        if grammars is None:
+            return None
+        tool, reasoning = grammars
+    else:
+        assert not isinstance(tool_g, ChannelGrammar)
+        assert not isinstance(reasoning_g, ChannelGrammar)
+        tool, reasoning = tool_g, reasoning_g
+    if tool is not None and parse_tools and type(tool).batch_call is ToolGrammar.batch_call:
+        return None  # no batch grammar for this family
     strip_reasoning = not (reasoning is not None and reasoning_channel)
     return tool, strip_reasoning, marker_tables_for(plan, 2, tool, reasoning)
 

@@ -348,6 +348,15 @@ class ChannelGrammar(ABC):
     def machine(self, plan: ParsePlan, generation: Generation, ctx: CallContext) -> FamilyMachine:
         """A fresh machine for one response."""
 
+    # --- whole-output batch grammar (parsers.batch) ---
+    def batch_grammars(
+        self, plan: ParsePlan
+    ) -> tuple[ToolGrammar | None, ReasoningGrammar | None] | None:
+        """When `machine(plan, 2, ...)` is a plain `MarkerMachine`, its tool and reasoning
+        grammars (the batch path then walks them); None (default) leaves every output of the
+        family to the engine."""
+        return None
+
 
 AnyToolGrammar = ToolGrammar | ChannelGrammar
 AnyReasoningGrammar = ReasoningGrammar | ChannelGrammar

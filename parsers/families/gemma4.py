@@ -18,6 +18,7 @@ the output.
 from __future__ import annotations
 
 from parsers.families.base import (
+    BatchCall,
     CallArgs,
     CallBegin,
     CallContext,
@@ -30,6 +31,7 @@ from parsers.families.base import (
     ScanResult,
     Text,
     ToolGrammar,
+    scanned_region,
 )
 from parsers.families.base import CallScanner as BaseScanner
 from parsers.families.gemma4_call import CALL_END, CALL_START, TURN_END, CallScanner
@@ -108,6 +110,11 @@ class Gemma4Tools(ToolGrammar):
 
     def scanner(self, start: str, ctx: CallContext) -> BaseScanner:
         return Gemma4Scanner()
+
+    # --- whole-output batch grammar (parsers.batch) ---
+    def batch_call(self, text: str, pos: int, start: str, ctx: CallContext) -> BatchCall | None:
+        # the scanner fed the region up to its end marker at once
+        return scanned_region(self, text, pos, start, ctx)
 
 
 TOOLS = Gemma4Tools()
@@ -193,6 +200,16 @@ class Gemma4Grammar(ChannelGrammar):
         if reasoning is None or not plan.start_in_reasoning:
             return inner
         return PrefillLabel(inner)
+
+    # --- whole-output batch grammar (parsers.batch) ---
+    def batch_grammars(
+        self, plan: ParsePlan
+    ) -> tuple[ToolGrammar | None, ReasoningGrammar | None] | None:
+        # `machine` without the prefilled-label filter
+        reasoning = REASONING if plan.reasoning_parser is not None else None
+        if reasoning is not None and plan.start_in_reasoning:
+            return None
+        return (TOOLS if plan.tool_parser is not None else None), reasoning
 
 
 GEMMA4 = Gemma4Grammar()

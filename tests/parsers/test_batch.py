@@ -25,7 +25,7 @@ from parsers.plan import ParsePlan
 from parsers.types import ParsedMessage
 
 # families with a batch grammar: their bench text must take the path
-BATCH_FAMILIES = ("hermes", "glm47", "qwen3_coder", "deepseek_v4", "kimi_k2")
+BATCH_FAMILIES = ("hermes", "glm47", "qwen3_coder", "deepseek_v4", "kimi_k2", "gemma4")
 BENCH_FAMILIES = ("hermes", "qwen3_coder", "glm47", "deepseek_v4", "kimi_k2", "gemma4", "kimi_k3")
 FAMILY_KW: dict[str, dict[str, Any]] = {
     "hermes": {"tool_parser": "hermes", "reasoning_parser": "qwen3"},
@@ -34,6 +34,7 @@ FAMILY_KW: dict[str, dict[str, Any]] = {
     "deepseek_v4": {"tool_parser": "deepseek_v4", "reasoning_parser": "deepseek_v4"},
     "deepseek_v41": {"tool_parser": "deepseek_v41", "reasoning_parser": "deepseek_v41"},
     "kimi_k2": {"tool_parser": "kimi_k2", "reasoning_parser": "kimi_k25"},
+    "gemma4": {"tool_parser": "gemma4", "reasoning_parser": "gemma4", "thinking": True},
 }
 FAST = {name: FastPath(BatchPath, kw) for name, kw in FAMILY_KW.items()}
 
@@ -132,6 +133,12 @@ PROSE = [
     "<|tool_calls_section_begin|>",
     "<|tool_call_begin|>",
     "<|tool_call_end|>",
+    "<|tool_call>",
+    "<tool_call|>",
+    "<|channel>thought\n",
+    "<|channel>",
+    "<channel|>",
+    '<|"|>',
 ]
 
 
@@ -188,13 +195,14 @@ def _bench_calls(family: str) -> st.SearchStrategy[str]:
         "deepseek_v4": bench_parsers._dsml,
         "deepseek_v41": bench_parsers._dsml,
         "kimi_k2": bench_parsers._kimi_k2,
+        "gemma4": bench_parsers._gemma4,
     }[family]
     whole = st.integers(0, 9).map(maker)
     return whole | st.tuples(whole, st.integers(0, 400)).map(lambda c: c[0][: c[1]])
 
 
 @pytest.mark.parametrize(
-    "family", ["glm47", "qwen3_coder", "deepseek_v4", "deepseek_v41", "kimi_k2"]
+    "family", ["glm47", "qwen3_coder", "deepseek_v4", "deepseek_v41", "kimi_k2", "gemma4"]
 )
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
@@ -261,3 +269,10 @@ def test_glm_whole_reader_taken(monkeypatch: pytest.MonkeyPatch) -> None:
     text, kw, units = bench_text("glm47")
     assert len(parse(text, generation=2, **kw).tool_calls) == units
     assert seen == [True] * units
+
+
+@pytest.mark.parametrize("prompt", ["<|channel>thought", "<|channel>", "<|channel>thought\nx"])
+def test_gemma4_prefilled_channel(prompt: str, taken: list[bool]) -> None:
+    """A prefilled channel label (the engine's PrefillLabel filter): left to the engine."""
+    text, _, _ = bench_text("gemma4", units=2)
+    FAST["gemma4"].assert_same_everywhere("\n" + text, {**FAMILY_KW["gemma4"], "prompt": prompt})
