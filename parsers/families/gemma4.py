@@ -17,6 +17,8 @@ the output.
 
 from __future__ import annotations
 
+import re
+
 from parsers.families.base import (
     BatchCall,
     CallArgs,
@@ -34,7 +36,14 @@ from parsers.families.base import (
     scanned_region,
 )
 from parsers.families.base import CallScanner as BaseScanner
-from parsers.families.gemma4_call import CALL_END, CALL_START, TURN_END, CallScanner
+from parsers.families.gemma4_call import (
+    CALL_END,
+    CALL_START,
+    TURN_END,
+    CallScanner,
+    json_string,
+)
+from parsers.jsonstream import escape_text
 from parsers.machine import MarkerMachine
 from parsers.plan import ParsePlan
 
@@ -113,8 +122,86 @@ class Gemma4Tools(ToolGrammar):
 
     # --- whole-output batch grammar (parsers.batch) ---
     def batch_call(self, text: str, pos: int, start: str, ctx: CallContext) -> BatchCall | None:
-        # the scanner fed the region up to its end marker at once
+        # the common shape read directly; anything else: the scanner fed the region at once
+        stop = text.find(CALL_END, pos)
+        found = _whole_call(text, pos, stop) if stop != -1 else None
+        if found is not None:
+            return [(None, *found)], stop + len(CALL_END)
         return scanned_region(self, text, pos, start, ctx)
+
+
+# --- whole-output batch grammar (parsers.batch) ---
+# The common call shape, read with a few regexes: `call:NAME{` then `key:value` pairs split by
+# `,`, no blanks anywhere, values a `<|"|>` string, a JSON number, `true`/`false`/`null`
+# (lowercase, as the scanner writes them) or a flat `[...]` of those, then `}<tool_call|>`.
+# The arguments are what `gemma4_call.CallScanner` writes for that text (key and string
+# literals by `json_string`/`escape_text`, the rest as written); any other text (blanks, bare
+# words, nested objects, other spellings, delimiters the region cuts) is the scanner's.
+_W_HEAD = re.compile(r"call:([A-Za-z0-9_.\-]+)\{")
+_W_KEY = re.compile(r"([A-Za-z0-9_.\-]+):")
+_W_VALUE = re.compile(
+    r'<\|"\|>(.*?)<\|"\|>|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null)'
+    r"(?=[,}\]])",
+    re.S,
+)
+
+
+def _whole_value(text: str, i: int, stop: int) -> tuple[str, int] | None:
+    m = _W_VALUE.match(text, i, stop)
+    if m is None:
+        return None
+    string = m.group(1)
+    return ('"' + escape_text(string) + '"' if string is not None else m.group(2)), m.end()
+
+
+def _whole_call(text: str, pos: int, stop: int) -> tuple[str, str] | None:
+    """(name, arguments) of the call at `pos` whose `<tool_call|>` is at `stop`, or None."""
+    head = _W_HEAD.match(text, pos, stop)
+    if head is None:
+        return None
+    i = head.end()
+    out = ["{"]
+    if text.startswith("}", i):
+        i += 1
+    else:
+        while True:
+            key = _W_KEY.match(text, i, stop)
+            if key is None:
+                return None
+            out.append(("," if len(out) > 1 else "") + json_string(key.group(1)) + ":")
+            i = key.end()
+            if text.startswith("[", i):
+                i += 1
+                items: list[str] = []
+                while not text.startswith("]", i):
+                    if items:
+                        if not text.startswith(",", i):
+                            return None
+                        i += 1
+                    found = _whole_value(text, i, stop)
+                    if found is None:
+                        return None
+                    items.append(found[0])
+                    i = found[1]
+                out.append("[" + ",".join(items) + "]")
+                i += 1
+            else:
+                found = _whole_value(text, i, stop)
+                if found is None:
+                    return None
+                out.append(found[0])
+                i = found[1]
+            if text.startswith(",", i):
+                i += 1
+            elif text.startswith("}", i):
+                i += 1
+                break
+            else:
+                return None
+    if i != stop:
+        return None
+    out.append("}")
+    return head.group(1), "".join(out)
 
 
 TOOLS = Gemma4Tools()

@@ -212,10 +212,13 @@ def test_generated_scanned_regions(family: str, data: st.DataObject) -> None:
 
 
 GLM_LAYOUT = st.sampled_from(["", "\n", " ", "\\n", "\n\\n ", "x"])
-GLM_VALUE = st.sampled_from(
-    ["", " ", "1", " 2 ", '{"a": 1}', "[1, 2]", "null", "a & b", "&amp;", '"q"', "Zürich",
-     "\n x \n", "true", "1e999", '[{\\"id\\": 1}]', "rust, go", "<b>"]
-)  # fmt: skip
+# fmt: off
+GLM_VALUES = [
+    "", " ", "1", " 2 ", '{"a": 1}', "[1, 2]", "null", "a & b", "&amp;", '"q"', "Zürich",
+    "\n x \n", "true", "1e999", '[{\\"id\\": 1}]', "rust, go", "<b>",
+]
+# fmt: on
+GLM_VALUE = st.sampled_from(GLM_VALUES)
 GLM_TOOLS = [
     {
         "type": "function",
@@ -254,25 +257,79 @@ def test_generated_glm(pieces: list[str]) -> None:
     FAST["glm47"].assert_same_everywhere(text, {**FAMILY_KW["glm47"], "tools": GLM_TOOLS})
 
 
-def test_glm_whole_reader_taken(monkeypatch: pytest.MonkeyPatch) -> None:
-    from parsers.families import glm
-
-    seen: list[bool] = []
-    real = glm._whole_call
-
-    def spy(region: str, ctx: Any) -> Any:
-        result = real(region, ctx)
-        seen.append(result is not None)
-        return result
-
-    monkeypatch.setattr(glm, "_whole_call", spy)
-    text, kw, units = bench_text("glm47")
-    assert len(parse(text, generation=2, **kw).tool_calls) == units
-    assert seen == [True] * units
-
-
 @pytest.mark.parametrize("prompt", ["<|channel>thought", "<|channel>", "<|channel>thought\nx"])
 def test_gemma4_prefilled_channel(prompt: str, taken: list[bool]) -> None:
     """A prefilled channel label (the engine's PrefillLabel filter): left to the engine."""
     text, _, _ = bench_text("gemma4", units=2)
     FAST["gemma4"].assert_same_everywhere("\n" + text, {**FAMILY_KW["gemma4"], "prompt": prompt})
+
+
+Q = '<|"|>'
+# fmt: off
+GEMMA_VALUES = [
+    f"{Q}x{Q}", f"{Q}{Q}", f'{Q}a "b" \\ é\n<{Q}', f"{Q}<tool_call|>{Q}", "1", "-0", "2.50",
+    "1e5", "01", "+1", "1.", "true", "TRUE", "false", "null", "None", "nil", "word", " 3 ",
+    "", f"[{Q}C{Q},{Q}F{Q}]", "[1,2]", "[]", "[1,]", "[ 1]", "{a:1}", f"{Q}x", "[[1]]",
+]
+# fmt: on
+GEMMA_VALUE = st.sampled_from(GEMMA_VALUES)
+
+
+@st.composite
+def gemma_calls(draw: st.DrawFn) -> str:
+    """Mostly the shape the whole-call reader takes (so its output is compared), sometimes
+    one that leaves the call to the scanner."""
+    odd = draw(st.integers(0, 3)) == 0
+    name = draw(st.sampled_from(["a b", "", "f"] if odd else ["get_weather", "f"]))
+    keys = ["city", "days", " k", f"{Q}k{Q}", "a.b"] if odd else ["city", "days", "a.b", "_"]
+    pairs = [
+        draw(st.sampled_from(keys)) + ":" + draw(GEMMA_VALUE)
+        for _ in range(draw(st.integers(0, 3)))
+    ]
+    sep = draw(st.sampled_from([",", ", "] if odd else [","]))
+    tails = ["},}<tool_call|>", "} <tool_call|>", "}<turn|>", "}", ",}<tool_call|>"]
+    tail = draw(st.sampled_from(tails if odd else ["}<tool_call|>", "}<tool_call|>\n"]))
+    return f"<|tool_call>call:{name}{{{sep.join(pairs)}{tail}"
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(gemma_calls() | st.sampled_from(PROSE), min_size=1, max_size=4))
+def test_generated_gemma4(pieces: list[str]) -> None:
+    FAST["gemma4"].assert_same_everywhere("".join(pieces))
+
+
+@pytest.mark.parametrize(("family", "module"), [("glm47", "glm"), ("gemma4", "gemma4")])
+def test_whole_reader_taken(family: str, module: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The family's whole-call reader (not the scanner) reads every bench call."""
+    import importlib
+
+    mod = importlib.import_module(f"parsers.families.{module}")
+    seen: list[bool] = []
+    real = mod._whole_call
+
+    def spy(*args: Any) -> Any:
+        result = real(*args)
+        seen.append(result is not None)
+        return result
+
+    monkeypatch.setattr(mod, "_whole_call", spy)
+    text, kw, units = bench_text(family)
+    assert len(parse(text, generation=2, **kw).tool_calls) == units
+    assert seen == [True] * units
+
+
+@pytest.mark.parametrize("value", GEMMA_VALUES)
+def test_gemma4_each_value(value: str) -> None:
+    """Every value shape in a call the reader would take but for it (deterministic)."""
+    FAST["gemma4"].assert_same_everywhere(
+        f"<|tool_call>call:get_weather{{city:{value},days:1}}<tool_call|>"
+    )
+
+
+@pytest.mark.parametrize("value", GLM_VALUES)
+def test_glm_each_value(value: str) -> None:
+    for key in ("a", "n", "l", "o", "k"):
+        text = (
+            f"<tool_call>f\n<arg_key>{key}</arg_key>\n<arg_value>{value}</arg_value>\n</tool_call>"
+        )
+        FAST["glm47"].assert_same_everywhere(text, {**FAMILY_KW["glm47"], "tools": GLM_TOOLS})
