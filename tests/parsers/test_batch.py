@@ -298,21 +298,30 @@ def test_generated_gemma4(pieces: list[str]) -> None:
     FAST["gemma4"].assert_same_everywhere("".join(pieces))
 
 
-@pytest.mark.parametrize(("family", "module"), [("glm47", "glm"), ("gemma4", "gemma4")])
-def test_whole_reader_taken(family: str, module: str, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(
+    ("family", "module", "reader"),
+    [
+        ("glm47", "glm", "_whole_call"),
+        ("gemma4", "gemma4", "_whole_call"),
+        ("kimi_k2", "kimi_k2", "_whole_section"),
+    ],
+)
+def test_whole_reader_taken(
+    family: str, module: str, reader: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The family's whole-call reader (not the scanner) reads every bench call."""
     import importlib
 
     mod = importlib.import_module(f"parsers.families.{module}")
     seen: list[bool] = []
-    real = mod._whole_call
+    real = getattr(mod, reader)
 
     def spy(*args: Any) -> Any:
         result = real(*args)
         seen.append(result is not None)
         return result
 
-    monkeypatch.setattr(mod, "_whole_call", spy)
+    monkeypatch.setattr(mod, reader, spy)
     text, kw, units = bench_text(family)
     assert len(parse(text, generation=2, **kw).tool_calls) == units
     assert seen == [True] * units
@@ -333,3 +342,52 @@ def test_glm_each_value(value: str) -> None:
             f"<tool_call>f\n<arg_key>{key}</arg_key>\n<arg_value>{value}</arg_value>\n</tool_call>"
         )
         FAST["glm47"].assert_same_everywhere(text, {**FAMILY_KW["glm47"], "tools": GLM_TOOLS})
+
+
+@st.composite
+def kimi_sections(draw: st.DrawFn) -> str:
+    """Kimi K2 sections, mostly in the shape the section reader takes."""
+    odd = draw(st.integers(0, 3)) == 0
+    out = draw(st.sampled_from(["<|tool_calls_section_begin|>", "<|tool_call_section_begin|>"]))
+    for _ in range(draw(st.integers(0 if odd else 1, 3))):
+        head = draw(
+            st.sampled_from(
+                ["functions.f:0", "functions.get_weather:1", "functions.f:0", "f:2", "a.b:c:3"]
+                + (["0", " functions.f:1 ", "functions.:0", "x<y:1"] if odd else [])
+            )
+        )
+        args = json.dumps(
+            draw(JSON.filter(lambda v: isinstance(v, dict))),
+            separators=draw(SEPS),
+            ensure_ascii=draw(st.booleans()),
+            allow_nan=True,
+        )
+        if odd and draw(st.booleans()):
+            args = args.replace("/", "\\/")
+        out += draw(st.sampled_from(["\n", "", " "] + (["x"] if odd else [])))
+        out += f"<|tool_call_begin|>{head}<|tool_call_argument_begin|>"
+        out += draw(st.sampled_from(["", " "])) + args + "<|tool_call_end|>"
+    ends = [
+        "<|tool_calls_section_end|>",
+        "<|tool_call_section_end|>",
+        "\n<|tool_calls_section_end|>",
+    ]
+    return out + draw(st.sampled_from(ends + (["", "<|tool_call_end|>"] if odd else [])))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(kimi_sections() | st.sampled_from(PROSE), min_size=1, max_size=4))
+def test_generated_kimi_k2(pieces: list[str]) -> None:
+    FAST["kimi_k2"].assert_same_everywhere("".join(pieces))
+
+
+@pytest.mark.parametrize(
+    "args",
+    ['{"a": "x\\"y"}', '{"a": "x\\/y"}', '{"a": "\\u00e9"}', '{"a": "\\u001f"}', '{"a": "\\u001F"}',
+     '{"a": "\\u000a"}', '{"a": "\\n\\\\"}', '{"a" : 1}', '{"a": NaN}', '[1]', '{"a": 1} x'],
+)  # fmt: skip
+def test_kimi_k2_argument_shapes(args: str) -> None:
+    for head in ("functions.f:0", "functions.f:0<|tool_call_end|><|tool_call_begin|>functions.f:0"):
+        sep = "<|tool_call_argument_begin|>"
+        text = f"<|tool_calls_section_begin|><|tool_call_begin|>{head}{sep}{args}<|tool_call_end|>"
+        FAST["kimi_k2"].assert_same_everywhere(text + "<|tool_calls_section_end|>")
