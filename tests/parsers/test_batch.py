@@ -391,3 +391,65 @@ def test_kimi_k2_argument_shapes(args: str) -> None:
         sep = "<|tool_call_argument_begin|>"
         text = f"<|tool_calls_section_begin|><|tool_call_begin|>{head}{sep}{args}<|tool_call_end|>"
         FAST["kimi_k2"].assert_same_everywhere(text + "<|tool_calls_section_end|>")
+
+
+CODER_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "f",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "a": {"type": "string"},
+                    "n": {"type": "integer"},
+                    "s": {"type": ["string", "null"]},
+                    "o": {"type": "object"},
+                },
+            },
+        },
+    }
+]
+# fmt: off
+CODER_VALUES = [
+    "x", "\nx\n", "\n\nx\n\n", "", "null", "None", "42", "42.0", "{'k': 'v'}", '{"k": 1}',
+    "a</parameter>b", "a\n<parameter=n>\n1\n</parameter>\nb", "</parameter", "é & <b>",
+    "a</function>", "<tool_call>x</tool_call>",
+]
+# fmt: on
+
+
+@st.composite
+def coder_calls(draw: st.DrawFn) -> str:
+    odd = draw(st.integers(0, 3)) == 0
+    out = "<tool_call>" + draw(st.sampled_from(["\n", "", " "]))
+    for _ in range(draw(st.integers(1, 2))):
+        out += f"<function={draw(st.sampled_from(['f', 'g', ' f ', 'a b'] if odd else ['f']))}>\n"
+        for _ in range(draw(st.integers(0, 3))):
+            key = draw(st.sampled_from(["a", "n", "s", "o", "k"]))
+            close = draw(
+                st.sampled_from(["</parameter>", "", "</parameter1>"] if odd else ["</parameter>"])
+            )
+            out += f"<parameter={key}>{draw(st.sampled_from(CODER_VALUES))}{close}\n"
+        out += draw(
+            st.sampled_from(["</function>\n", "", "</function>x"] if odd else ["</function>\n"])
+        )
+    return out + draw(st.sampled_from(["</tool_call>", "", " \n"] if odd else ["</tool_call>"]))
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(coder_calls() | st.sampled_from(PROSE), min_size=1, max_size=3))
+def test_generated_qwen3_coder(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    FAST["qwen3_coder"].assert_same_everywhere(text)
+    kw = {**FAMILY_KW["qwen3_coder"], "tools": CODER_TOOLS}
+    FAST["qwen3_coder"].assert_same_everywhere(text, kw)
+
+
+@pytest.mark.parametrize("value", CODER_VALUES)
+def test_qwen3_coder_each_value(value: str) -> None:
+    for key in ("a", "n", "s", "o", "k"):
+        call = f"<function=f>\n<parameter={key}>{value}</parameter>\n</function>"
+        text = f"<tool_call>\n{call}\n</tool_call>"
+        kw = {**FAMILY_KW["qwen3_coder"], "tools": CODER_TOOLS}
+        FAST["qwen3_coder"].assert_same_everywhere(text, kw)
