@@ -453,3 +453,71 @@ def test_qwen3_coder_each_value(value: str) -> None:
         text = f"<tool_call>\n{call}\n</tool_call>"
         kw = {**FAMILY_KW["qwen3_coder"], "tools": CODER_TOOLS}
         FAST["qwen3_coder"].assert_same_everywhere(text, kw)
+
+
+DSML_TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "f",
+            "parameters": {
+                "type": "object",
+                "properties": {"a": {"type": "string"}, "n": {"type": "integer"}},
+            },
+        },
+    }
+]
+# fmt: off
+DSML_VALUES = [
+    "x", " x ", "", "1", " 2 ", '{"k": 1}', "[1, 2]", "null", "1e999", "NaN", "é & <b>",
+    '"q"', "\n", "a<｜DSML｜parameter b",
+]
+# fmt: on
+
+
+@st.composite
+def dsml_blocks(draw: st.DrawFn) -> str:
+    odd = draw(st.integers(0, 3)) == 0
+    sep = draw(st.sampled_from(["", " "]))  # V4 / V4.1 spelling (the parser picks its own)
+    t = f"<{BAR}DSML{BAR}{sep}"
+    c = f"</{BAR}DSML{BAR}{sep}"
+    block = draw(st.sampled_from(["tool_calls", "calls"]))
+    out = f"{t}{block}>\n"
+    for _ in range(draw(st.integers(0 if odd else 1, 2))):
+        out += f'{t}invoke name="{draw(st.sampled_from(["f", "g"]))}">\n'
+        for _ in range(draw(st.integers(0, 3))):
+            key = draw(st.sampled_from(["a", "n", "k"] + (["arguments"] if odd else [])))
+            string = draw(st.sampled_from([' string="true"', ' string="false"', ""]))
+            close = draw(st.sampled_from([f"{c}parameter>", ""] if odd else [f"{c}parameter>"]))
+            out += (
+                f'{t}parameter name="{key}"{string}>{draw(st.sampled_from(DSML_VALUES))}{close}\n'
+            )
+        if odd and draw(st.booleans()):
+            out += '{"a": 1}'
+        out += draw(st.sampled_from([f"{c}invoke>\n", ""] if odd else [f"{c}invoke>\n"]))
+    return out + draw(st.sampled_from([f"{c}{block}>", ""] if odd else [f"{c}{block}>"]))
+
+
+BAR = "\uff5c"
+
+
+@pytest.mark.parametrize("family", ["deepseek_v4", "deepseek_v41"])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_generated_dsml(family: str, data: st.DataObject) -> None:
+    text = "".join(
+        data.draw(st.lists(dsml_blocks() | st.sampled_from(PROSE), min_size=1, max_size=3))
+    )
+    FAST[family].assert_same_everywhere(text)
+    FAST[family].assert_same_everywhere(text, {**FAMILY_KW[family], "tools": DSML_TOOLS})
+
+
+@pytest.mark.parametrize("value", DSML_VALUES)
+def test_dsml_each_value(value: str) -> None:
+    t, c = f"<{BAR}DSML{BAR}", f"</{BAR}DSML{BAR}"
+    for key in ("a", "n", "k"):
+        for string in ("true", "false"):
+            param = f'{t}parameter name="{key}" string="{string}">{value}{c}parameter>'
+            text = f'{t}tool_calls>\n{t}invoke name="f">\n{param}\n{c}invoke>\n{c}tool_calls>'
+            kw = {**FAMILY_KW["deepseek_v4"], "tools": DSML_TOOLS}
+            FAST["deepseek_v4"].assert_same_everywhere(text, kw)
