@@ -131,6 +131,25 @@ def _gemma4_unit(i: int) -> str:
     return f"<|channel>thought\n{PROSE}<channel|>{PROSE}Use `<|tool_call>` tags. {_gemma4(i)}"
 
 
+def _muse(i: int) -> str:
+    """One whole unit (Muse is a channel grammar): reasoning, content quoting the header
+    marker, a tool message with one ATEM invoke (the first unit continues the prompt's
+    `<|start|>assistant`)."""
+    head = "" if i == 0 else "<|start|>assistant"
+    params = (
+        f'<atem:parameter name="city">City {i} Zürich</atem:parameter>\n'
+        f'<atem:parameter name="days">{i % 7}</atem:parameter>\n'
+        f'<atem:parameter name="note">{PROSE}</atem:parameter>\n'
+    )
+    return (
+        f"{head} to=self<|message|>{PROSE}<|eom|>"
+        f"<|start|>assistant to=user<|message|>{PROSE}Use `<|start|>` tags.<|eom|>"
+        "<|start|>assistant to=get_weather<|message|><atem:function_calls>\n"
+        f'<atem:invoke name="get_weather">\n{params}</atem:invoke>\n'
+        "</atem:function_calls><|eom|>"
+    )
+
+
 FAMILIES: dict[str, tuple[dict[str, Any], Callable[[int], str]]] = {
     "hermes": (
         {"tool_parser": "hermes", "reasoning_parser": "qwen3"},
@@ -157,6 +176,7 @@ FAMILIES: dict[str, tuple[dict[str, Any], Callable[[int], str]]] = {
         _gemma4_unit,
     ),
     "kimi_k3": ({"tool_parser": "kimi_k3", "reasoning_parser": "kimi_k3"}, _kimi_k3),
+    "muse": ({"tool_parser": "muse", "reasoning_parser": "muse"}, _muse),
 }
 
 
@@ -299,6 +319,7 @@ _FLOOR_RE: dict[str, re.Pattern[str]] = {
     "kimi_k3": re.compile(
         r'<\|open\|>call tool="(.*?)"[^<]*<\|sep\|>(.*?)<\|close\|>call<\|sep\|>', re.S
     ),
+    "muse": re.compile(r'<atem:invoke name="(.*?)">(.*?)</atem:invoke>', re.S),
 }
 _QC_PARAM = re.compile(r"<parameter=(.*?)>\n?(.*?)\n?</parameter>", re.S)
 _GLM_ARG = re.compile(r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>", re.S)
@@ -313,6 +334,9 @@ _K3_ARG = re.compile(
 _K3_THINK = re.compile(r"<\|open\|>think<\|sep\|>(.*?)<\|close\|>think<\|sep\|>", re.S)
 _K3_RESPONSE = re.compile(r"<\|open\|>response<\|sep\|>(.*?)<\|close\|>response<\|sep\|>", re.S)
 _GEMMA_THOUGHT = re.compile(r"<\|channel>thought\n(.*?)<channel\|>", re.S)
+_MUSE_ARG = re.compile(r'<atem:parameter name="(.*?)">(.*?)</atem:parameter>', re.S)
+_MUSE_SELF = re.compile(r"to=self<\|message\|>(.*?)<\|eo[mt]\|>", re.S)
+_MUSE_USER = re.compile(r"to=user<\|message\|>(.*?)<\|eo[mt]\|>", re.S)
 
 
 def _json_or(text: str) -> Any:
@@ -352,6 +376,9 @@ def _floor_args(family: str, m: re.Match[str]) -> tuple[str, str]:
                 else (_json_or(array.replace('<|"|>', '"')) if array else _json_or(bare))
             )
         return m.group(1), json.dumps(args, ensure_ascii=False)
+    if family == "muse":
+        args = {k: _json_or(v) for k, v in _MUSE_ARG.findall(m.group(2))}
+        return m.group(1), json.dumps(args, ensure_ascii=False)
     args = {k: v if t == "string" else _json_or(v) for k, t, v in _K3_ARG.findall(m.group(2))}
     return m.group(1), json.dumps(args, ensure_ascii=False)
 
@@ -361,13 +388,16 @@ def floor_parse(family: str, text: str) -> tuple[str, str, list[tuple[str, str]]
     if family == "kimi_k3":
         reasoning = "".join(_K3_THINK.findall(text))
         content = "".join(_K3_RESPONSE.findall(text))
+    elif family == "muse":
+        reasoning = "".join(_MUSE_SELF.findall(text))
+        content = "".join(_MUSE_USER.findall(text))
     else:
         think = _GEMMA_THOUGHT if family == "gemma4" else _THINK_RE
         reasoning = "".join(think.findall(text))
         content = think.sub("", text)
     rx = _FLOOR_RE[family]
     calls = [_floor_args(family, m) for m in rx.finditer(text)]
-    if family != "kimi_k3":
+    if family not in ("kimi_k3", "muse"):
         content = rx.sub("", content)
     return content, reasoning, calls
 

@@ -26,7 +26,16 @@ from parsers.types import ParsedMessage
 
 # families with a batch grammar: their bench text must take the path
 BATCH_FAMILIES = ("hermes", "glm47", "qwen3_coder", "deepseek_v4", "kimi_k2", "gemma4")
-BENCH_FAMILIES = ("hermes", "qwen3_coder", "glm47", "deepseek_v4", "kimi_k2", "gemma4", "kimi_k3")
+BENCH_FAMILIES = (
+    "hermes",
+    "qwen3_coder",
+    "glm47",
+    "deepseek_v4",
+    "kimi_k2",
+    "gemma4",
+    "kimi_k3",
+    "muse",
+)
 FAMILY_KW: dict[str, dict[str, Any]] = {
     "hermes": {"tool_parser": "hermes", "reasoning_parser": "qwen3"},
     "glm47": {"tool_parser": "glm47", "reasoning_parser": "glm45"},
