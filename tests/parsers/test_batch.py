@@ -15,6 +15,7 @@ import pytest
 from fastpath_check import JSON, SEPS, FastPath, bench_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from parser_check import tool
 from parser_samples import Sample, case_id, sample_cases
 
 import parsers.batch
@@ -228,23 +229,7 @@ GLM_VALUES = [
 ]
 # fmt: on
 GLM_VALUE = st.sampled_from(GLM_VALUES)
-GLM_TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "f",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "a": {"type": "string"},
-                    "n": {"type": "integer"},
-                    "l": {"type": "array"},
-                    "o": {"type": ["object", "null"]},
-                },
-            },
-        },
-    }
-]
+GLM_TOOLS = [tool("f", a="string", n="integer", l="array", o={"type": ["object", "null"]})]
 
 
 @st.composite
@@ -402,23 +387,7 @@ def test_kimi_k2_argument_shapes(args: str) -> None:
         FAST["kimi_k2"].assert_same_everywhere(text + "<|tool_calls_section_end|>")
 
 
-CODER_TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "f",
-            "parameters": {
-                "type": "object",
-                "properties": {
-                    "a": {"type": "string"},
-                    "n": {"type": "integer"},
-                    "s": {"type": ["string", "null"]},
-                    "o": {"type": "object"},
-                },
-            },
-        },
-    }
-]
+CODER_TOOLS = [tool("f", a="string", n="integer", s={"type": ["string", "null"]}, o="object")]
 # fmt: off
 CODER_VALUES = [
     "x", "\nx\n", "\n\nx\n\n", "", "null", "None", "42", "42.0", "{'k': 'v'}", '{"k": 1}',
@@ -464,18 +433,7 @@ def test_qwen3_coder_each_value(value: str) -> None:
         FAST["qwen3_coder"].assert_same_everywhere(text, kw)
 
 
-DSML_TOOLS = [
-    {
-        "type": "function",
-        "function": {
-            "name": "f",
-            "parameters": {
-                "type": "object",
-                "properties": {"a": {"type": "string"}, "n": {"type": "integer"}},
-            },
-        },
-    }
-]
+DSML_TOOLS = [tool("f", a="string", n="integer")]
 # fmt: off
 DSML_VALUES = [
     "x", " x ", "", "1", " 2 ", '{"k": 1}', "[1, 2]", "null", "1e999", "NaN", "é & <b>",
