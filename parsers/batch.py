@@ -30,12 +30,13 @@ from parsers.ids import IdFactory
 from parsers.machine import marker_tables_for
 from parsers.plan import ParsePlan, ToolMode
 from parsers.scan import MarkerSet, QuoteTracker
-from parsers.types import ParsedMessage, ToolCall
+from parsers.types import ParsedMessage, tool_call
 
 if TYPE_CHECKING:
     from parsers.machine import _Tables
 
 _WS = " \t\r\n"
+_NO_TOOLS = CallContext()  # (immutable: shared by every response that declares no tools)
 _NON_BLANK = re.compile(r"[^ \t\r\n]")
 
 
@@ -70,7 +71,7 @@ def parse_batch(
     content, reasoning_text, calls = found
     emit = plan.tool_mode != "none"  # `none` (V2): call markup consumed, no call emitted
     tool_calls = [
-        ToolCall(native or id_factory(), name, args) for native, name, args in calls if emit
+        tool_call(native or id_factory(), name, args) for native, name, args in calls if emit
     ]
     return ParsedMessage(
         content="".join(content) or None,
@@ -201,7 +202,7 @@ def _walk(
                     out.append(text[pos:cut])
                 assert tool is not None
                 if ctx is None:
-                    ctx = CallContext.from_tools(plan.tools)
+                    ctx = CallContext.from_tools(plan.tools) if plan.tools else _NO_TOOLS
                 region = tool.batch_call(text, end, marker, ctx)
                 if region is None:
                     return None

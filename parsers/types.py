@@ -117,6 +117,17 @@ def reasoning_delta(text: str) -> Delta:
     return d
 
 
+def tool_call(id: str, name: str, arguments: str) -> ToolCall:
+    """`ToolCall(id, name, arguments)`, built like `content_delta` (the batch path builds one
+    per call)."""
+    c = _new(ToolCall)
+    fields = c.__dict__
+    fields["id"] = id
+    fields["name"] = name
+    fields["arguments"] = arguments
+    return c
+
+
 @dataclass(init=False, repr=False, eq=False)
 class ParsedMessage(Frozen):
     """A whole parsed response, and the route that served it."""
