@@ -39,9 +39,9 @@ from parsers.families.base import CallScanner as BaseScanner
 from parsers.families.gemma4_call import (
     CALL_END,
     CALL_START,
+    STRING_DELIM,
     TURN_END,
     CallScanner,
-    json_string,
 )
 from parsers.jsonstream import escape_text
 from parsers.machine import MarkerMachine
@@ -139,19 +139,20 @@ class Gemma4Tools(ToolGrammar):
 # words, nested objects, other spellings, delimiters the region cuts) is the scanner's.
 _W_HEAD = re.compile(r"call:([A-Za-z0-9_.\-]+)\{")
 _W_KEY = re.compile(r"([A-Za-z0-9_.\-]+):")
-_W_VALUE = re.compile(
-    r'<\|"\|>(.*?)<\|"\|>|(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null)'
-    r"(?=[,}\]])",
-    re.S,
+_W_LITERAL = re.compile(
+    r"(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null)(?=[,}\]])"
 )
 
 
 def _whole_value(text: str, i: int, stop: int) -> tuple[str, int] | None:
-    m = _W_VALUE.match(text, i, stop)
-    if m is None:
-        return None
-    string = m.group(1)
-    return ('"' + escape_text(string) + '"' if string is not None else m.group(2)), m.end()
+    if text.startswith(STRING_DELIM, i):  # a string runs to the next delimiter
+        start = i + len(STRING_DELIM)
+        end = text.find(STRING_DELIM, start, stop)
+        if end == -1:
+            return None
+        return '"' + escape_text(text[start:end]) + '"', end + len(STRING_DELIM)
+    m = _W_LITERAL.match(text, i, stop)
+    return None if m is None else (m.group(1), m.end())
 
 
 def _whole_call(text: str, pos: int, stop: int) -> tuple[str, str] | None:
@@ -168,7 +169,8 @@ def _whole_call(text: str, pos: int, stop: int) -> tuple[str, str] | None:
             key = _W_KEY.match(text, i, stop)
             if key is None:
                 return None
-            out.append(("," if len(out) > 1 else "") + json_string(key.group(1)) + ":")
+            # (`json_string` of such a key: nothing in it needs escaping)
+            out.append(("," if len(out) > 1 else "") + '"' + key.group(1) + '":')
             i = key.end()
             if text.startswith("[", i):
                 i += 1
