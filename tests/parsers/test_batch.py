@@ -488,3 +488,22 @@ def test_dsml_each_value(value: str) -> None:
             text = f'{t}tool_calls>\n{t}invoke name="f">\n{param}\n{c}invoke>\n{c}tool_calls>'
             kw = {**FAMILY_KW["deepseek_v4"], "tools": DSML_TOOLS}
             FAST["deepseek_v4"].assert_same_everywhere(text, kw)
+
+
+@settings(max_examples=300, deadline=None)
+@given(JSON, st.booleans(), st.booleans())
+def test_kimi_k2_strings_canonical(value: Any, ascii_only: bool, slashes: bool) -> None:
+    """`_strings_canonical` (one regex substitution) against its definition: every escaped
+    string literal re-dumps to itself."""
+    import re
+
+    from parsers.families.kimi_k2 import _strings_canonical
+
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    if slashes:
+        text = text.replace("/", "\\/")
+    tokens = re.findall(r'"(?:[^"\\]|\\.)*"', text, re.S)
+    expected = all(
+        "\\" not in t or json.dumps(json.loads(t), ensure_ascii=False) == t for t in tokens
+    )
+    assert _strings_canonical(text) == expected
