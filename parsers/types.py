@@ -121,10 +121,7 @@ def tool_call(id: str, name: str, arguments: str) -> ToolCall:
     """`ToolCall(id, name, arguments)`, built like `content_delta` (the batch path builds one
     per call)."""
     c = _new(ToolCall)
-    fields = c.__dict__
-    fields["id"] = id
-    fields["name"] = name
-    fields["arguments"] = arguments
+    c.__dict__.update(id=id, name=name, arguments=arguments)
     return c
 
 
