@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from parsers.batch import parse_batch
 from parsers.engine import Engine
 from parsers.ids import IdFactory, new_call_id
 from parsers.plan import ParsePlan
@@ -157,7 +158,8 @@ def parse(
     request: Mapping[str, Any] | None = None,
     id_factory: IdFactory = new_call_id,
 ) -> ParsedMessage:
-    """Parse a whole response (batch): the same engine fed once, so batch equals streaming.
+    """Parse a whole response (batch): `parse_text`, the whole-output batch path or the same
+    engine fed once, so batch equals streaming.
 
     One batch-only rule (parsers.md, DeepSeek V4.1): without prefill information, a leading unquoted
     `</think>` with no opener means the text before it was reasoning.
@@ -180,7 +182,28 @@ def parse(
         and _leading_close(text)
     ):
         plan = replace(plan, start_in_reasoning=True)
-    return stream([text], finish_reason=finish_reason, plan=plan, id_factory=id_factory)
+    return parse_text(plan, text, finish_reason, id_factory)
+
+
+def parse_text(
+    plan: ParsePlan,
+    text: str,
+    finish_reason: str = "stop",
+    id_factory: IdFactory = new_call_id,
+    parser: StreamParser | None = None,
+) -> ParsedMessage:
+    """The message for the whole output `text` under `plan` (`parse` and the sidecar's
+    non-streamed responses): the whole-output batch path (`parsers.batch`) where it decides,
+    else the engine fed once (`parser`: a fresh one built beforehand, else a new one)."""
+    found = parse_batch(plan, text, finish_reason, id_factory)
+    if found is not None:
+        return found
+    if parser is None:
+        parser = StreamParser(plan=plan, id_factory=id_factory)
+    agg = Aggregate()
+    agg.add(parser.feed(text))
+    agg.add(parser.finish(finish_reason))
+    return agg.message(parser.finish_reason, parser.route)
 
 
 _CLOSE_MEANS_REASONING = frozenset({"deepseek_v41"})

@@ -131,6 +131,30 @@ def _marker_tables(
     )
 
 
+def marker_tables_for(
+    plan: ParsePlan,
+    generation: Generation,
+    tool: ToolGrammar | None,
+    reasoning: ReasoningGrammar | None,
+) -> _Tables:
+    """The shared marker tables of a machine for `plan` (also what the whole-output batch
+    path, `parsers.batch`, scans with)."""
+    tool = tool if plan.parse_tools else None
+    # V1 with tool_choice none: no tool parsing at all
+    tools_on = tool is not None and (generation == 2 or plan.tool_mode != "none")
+    return _marker_tables(
+        tool.start_markers if (tools_on and tool is not None) else (),
+        reasoning.open_markers if reasoning else (),
+        reasoning.close_markers if reasoning else (),
+        reasoning.end_markers if reasoning else (),
+        reasoning is not None and plan.reasoning_channel,
+        reasoning is not None,
+        (*(tool.stray_markers if tools_on and tool else ()),
+         *(reasoning.stray_markers if reasoning else ())),
+        tool.pairing_openers if tools_on and tool else (),
+    )  # fmt: skip
+
+
 class MarkerMachine(FamilyMachine):
     def __init__(
         self,
@@ -145,9 +169,6 @@ class MarkerMachine(FamilyMachine):
         self._tool = tool if plan.parse_tools else None
         self._forced = plan.parse_tools and plan.tool_mode in ("required", "named")
         self._named = plan.named_tool if plan.tool_mode == "named" else None
-        # V1 with tool_choice none: no tool parsing at all
-        tools_on = self._tool is not None and (self._v2 or plan.tool_mode != "none")
-        starts = self._tool.start_markers if (tools_on and self._tool is not None) else ()
         reasoning_on = reasoning is not None and plan.reasoning_channel
         # (Tables per mode are dicts, not attributes: the machine keeps to at most 30
         # attributes, beyond that CPython stores them in a plain dict and every attribute
@@ -163,17 +184,7 @@ class MarkerMachine(FamilyMachine):
             lead_opens,
             self._stray,
             self._pairing,
-        ) = _marker_tables(
-            starts,
-            reasoning.open_markers if reasoning else (),
-            reasoning.close_markers if reasoning else (),
-            reasoning.end_markers if reasoning else (),
-            reasoning_on,
-            reasoning is not None,
-            (*(self._tool.stray_markers if tools_on and self._tool else ()),
-             *(reasoning.stray_markers if reasoning else ())),
-            self._tool.pairing_openers if tools_on and self._tool else (),
-        )  # fmt: skip
+        ) = marker_tables_for(plan, generation, tool, reasoning)
         self._strip_reasoning = not reasoning_on
         self._mode: Mode = "reasoning" if (reasoning_on and plan.start_in_reasoning) else "content"
         # Output that starts inside reasoning (forced or prefilled) may still begin with the
@@ -434,10 +445,8 @@ class MarkerMachine(FamilyMachine):
                 # `<|channel>thought\n`): wait until the next characters decide
                 return self._hold(data, start, pos, fed, strip_ws, events, channel)
             if quotes is not None:
-                quotes.feed(data[fed:start])
-                fed = start
-                if quotes.quoted(marker[0]):
-                    quotes.feed(marker)
+                before, fed = data[fed:start], start
+                if quotes.quotes_marker(before, marker):
                     pos = fed = end
                     continue
             rest = data[end:]

@@ -17,7 +17,7 @@ class MarkerSet:
     may become a marker when the next chunk arrives, everything before it is safe to emit.
     """
 
-    __slots__ = ("_first_re", "_prefixes", "_re", "first_chars", "markers", "maxlen")
+    __slots__ = ("_first_re", "_prefixes", "_re", "first_chars", "markers", "maxlen", "pattern")
 
     def __new__(cls, markers: Iterable[str]) -> MarkerSet:
         # Marker sets are built per request from a few fixed tuples: share them.
@@ -38,6 +38,9 @@ class MarkerSet:
         self._prefixes = frozenset(m[:i] for m in uniq for i in range(1, len(m)))
         # Longest alternatives first, so a marker that extends another wins.
         self._re = re.compile("|".join(re.escape(m) for m in uniq)) if uniq else None
+        # the alternation itself (never matches when empty): a whole-text walk searches it
+        # directly, without a method call per marker
+        self.pattern: re.Pattern[str] = self._re if self._re is not None else re.compile("(?!)")
         self.first_chars = "".join(sorted({m[0] for m in uniq}))
         self._first_re = (
             re.compile("[" + "".join(re.escape(c) for c in self.first_chars) + "]")
@@ -158,6 +161,15 @@ class QuoteTracker:
         """Whether a marker starting with `nxt` at the current position is inside quotes/code."""
         self._resolve(nxt)
         return self.dq or self.sq or self.code or self.fence
+
+    def quotes_marker(self, before: str, marker: str) -> bool:
+        """Feed the prose `before` a marker; True (the marker fed too, as prose) when the
+        marker is inside quotes or code."""
+        self.feed(before)
+        if self.quoted(marker[0]):
+            self.feed(marker)
+            return True
+        return False
 
     def feed(self, seg: str) -> None:
         if not seg:

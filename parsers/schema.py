@@ -105,10 +105,14 @@ def _no_constant(text: str) -> Any:
     raise ValueError(text)
 
 
+# one decoder (what `json.loads` with these hooks builds on every call)
+_FINITE_DECODER = json.JSONDecoder(parse_float=_finite_float, parse_constant=_no_constant)
+
+
 def loads_finite(text: str) -> Any:
     """`json.loads` that refuses what JSON output cannot carry (`1e999`, `NaN`, `Infinity`):
     raises ValueError, so callers keep the text as written and arguments stay valid JSON."""
-    return json.loads(text, parse_float=_finite_float, parse_constant=_no_constant)
+    return _FINITE_DECODER.decode(text)
 
 
 def _finite(value: Any) -> bool:

@@ -117,6 +117,14 @@ def reasoning_delta(text: str) -> Delta:
     return d
 
 
+def tool_call(id: str, name: str, arguments: str) -> ToolCall:
+    """`ToolCall(id, name, arguments)`, built like `content_delta` (the batch path builds one
+    per call)."""
+    c = _new(ToolCall)
+    c.__dict__.update(id=id, name=name, arguments=arguments)
+    return c
+
+
 @dataclass(init=False, repr=False, eq=False)
 class ParsedMessage(Frozen):
     """A whole parsed response, and the route that served it."""

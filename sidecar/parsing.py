@@ -6,7 +6,7 @@ runs the engine that plan names, so the sidecar never re-runs route selection.
 
 from __future__ import annotations
 
-from parsers.api import Aggregate, StreamParser
+from parsers.api import StreamParser, parse_text
 from parsers.plan import ParsePlan
 from parsers.types import ParsedMessage
 
@@ -18,11 +18,7 @@ def parser_for(plan: ParsePlan) -> StreamParser:
 def parse_whole(
     plan: ParsePlan, text: str, finish_reason: str, parser: StreamParser | None = None
 ) -> ParsedMessage:
-    """A non-streamed response: the same engine fed once (what `parsers.parse` does).
-    `parser`: a fresh `parser_for(plan)` built beforehand (while the engine worked)."""
-    if parser is None:
-        parser = parser_for(plan)
-    aggregate = Aggregate()
-    aggregate.add(parser.feed(text))
-    aggregate.add(parser.finish(finish_reason))
-    return aggregate.message(parser.finish_reason, parser.route)
+    """A non-streamed response: what `parsers.parse` gives (`parsers.api.parse_text`: the
+    whole-output batch path, else the engine fed once). `parser`: a fresh `parser_for(plan)`
+    built beforehand (while the engine worked), used when the engine runs."""
+    return parse_text(plan, text, finish_reason, parser=parser)

@@ -152,6 +152,10 @@ class CallContext(Frozen):
 
 
 ScanStatus = Literal["more", "done", "reject"]
+# A call region read whole by a family's batch grammar (`ToolGrammar.batch_call`): its calls,
+# each (native id or None for the id factory's, name, arguments JSON as the scanner streams
+# it, joined), and the offset after the region
+BatchCall = tuple[list[tuple[str | None, str, str]], int]
 
 
 class ScanResult(Record):
@@ -226,6 +230,51 @@ class ToolGrammar(ABC):
     def scanner(self, start: str, ctx: CallContext) -> CallScanner:
         """A scanner for the region opened by the start marker `start`."""
 
+    # --- whole-output batch grammar (parsers.batch) ---
+    def batch_call(self, text: str, pos: int, start: str, ctx: CallContext) -> BatchCall | None:
+        """The complete call of the region opened by `start` whose text begins at `pos` of the
+        whole output `text`, exactly as `scanner(start, ctx)` reads it (V2), with the offset
+        after the region; None whenever that is not certain (the engine then parses the
+        output). Default: no batch grammar, the engine parses every output of the family."""
+        return None
+
+
+def scanned_region(
+    grammar: ToolGrammar, text: str, pos: int, start: str, ctx: CallContext
+) -> BatchCall | None:
+    """A batch grammar for any marker family: the family's own scanner fed the region up to
+    its first V1 end marker at once. Decided only when the scanner ends the region there
+    with complete calls and nothing else (no text, no cut-off or rejected call)."""
+    ends = grammar.jail_end_markers(start)
+    stop = -1
+    for marker in ends:
+        found = text.find(marker, pos)
+        if found != -1 and (stop == -1 or found + len(marker) < stop):
+            stop = found + len(marker)
+    if stop == -1:
+        return None
+    res = grammar.scanner(start, ctx).feed(text[pos:stop])
+    if res.status != "done":
+        return None
+    calls: list[tuple[str | None, str, str]] = []
+    args: list[str] = []
+    head: CallBegin | None = None
+    for ev in res.events:
+        kind = type(ev)
+        if kind is CallArgs and head is not None:
+            args.append(ev.fragment)  # type: ignore[union-attr]
+        elif kind is CallBegin and head is None:
+            head = ev  # type: ignore[assignment]
+        elif kind is CallEnd and head is not None and ev.complete:  # type: ignore[union-attr]
+            calls.append((head.id, head.name, "".join(args)))
+            head = None
+            args = []
+        else:
+            return None
+    if head is not None or not calls:
+        return None
+    return calls, stop - len(res.rest)
+
 
 class ReasoningGrammar(Frozen):
     """A marker family's reasoning markers (one instance per canonical reasoning parser name).
@@ -298,6 +347,15 @@ class ChannelGrammar(ABC):
     @abstractmethod
     def machine(self, plan: ParsePlan, generation: Generation, ctx: CallContext) -> FamilyMachine:
         """A fresh machine for one response."""
+
+    # --- whole-output batch grammar (parsers.batch) ---
+    def batch_grammars(
+        self, plan: ParsePlan
+    ) -> tuple[ToolGrammar | None, ReasoningGrammar | None] | None:
+        """When `machine(plan, 2, ...)` is a plain `MarkerMachine`, its tool and reasoning
+        grammars (the batch path then walks them); None (default) leaves every output of the
+        family to the engine."""
+        return None
 
 
 AnyToolGrammar = ToolGrammar | ChannelGrammar

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from parsers.families.base import (
+    BatchCall,
     CallArgs,
     CallContext,
     CallEnd,
@@ -37,6 +38,7 @@ from parsers.families.base import (
     Event,
     ScanResult,
     ToolGrammar,
+    scanned_region,
 )
 from parsers.families.xmlargs import (
     ArgsJson,
@@ -111,6 +113,25 @@ class _Unwrap(CollectedValue):
         if isinstance(inner, dict) and set(inner) <= self._declared:
             return "".join(self._args.key(k) + dumps(v) for k, v in inner.items())
         return self._args.key(self._key) + dumps(value)
+
+
+def value_sink(
+    ctx: CallContext, tool: str, args: ArgsJson, key: str, string_attr: str | None
+) -> ValueSink | _Unwrap:
+    """The sink of a parameter value. `string="true"` is text; `"false"` (or no attribute,
+    as vLLM reads it) is JSON, else text."""
+    is_string = string_attr is not None and string_attr.lower() != "false"
+    if ctx.is_string_param(tool, key):
+        is_string = True  # the schema is the contract, whatever the attribute says
+    if args.count == 0 and key in _WRAPPERS:
+        params = ctx.schemas.get(tool)
+        props = params.get("properties") if isinstance(params, Mapping) else None
+        if isinstance(props, Mapping) and props and key not in props:
+            return _Unwrap(args, key, frozenset(props), is_string)
+    prefix = args.key(key)
+    if is_string:
+        return StringValue(prefix, trim="blanks")
+    return RawValue(prefix, _json_or_text, trim="blanks")
 
 
 class DsmlScanner(CallScanner):
@@ -359,20 +380,7 @@ class DsmlScanner(CallScanner):
                     return self._malformed(events)
 
     def _value_sink(self, key: str, string_attr: str | None) -> ValueSink | _Unwrap:
-        """The sink of a parameter value. `string="true"` is text; `"false"` (or no attribute,
-        as vLLM reads it) is JSON, else text."""
-        is_string = string_attr is not None and string_attr.lower() != "false"
-        if self._ctx.is_string_param(self._name, key):
-            is_string = True  # the schema is the contract, whatever the attribute says
-        if self._args.count == 0 and key in _WRAPPERS:
-            params = self._ctx.schemas.get(self._name)
-            props = params.get("properties") if isinstance(params, Mapping) else None
-            if isinstance(props, Mapping) and props and key not in props:
-                return _Unwrap(self._args, key, frozenset(props), is_string)
-        prefix = self._args.key(key)
-        if is_string:
-            return StringValue(prefix, trim="blanks")
-        return RawValue(prefix, _json_or_text, trim="blanks")
+        return value_sink(self._ctx, self._name, self._args, key, string_attr)
 
     def _malformed(self, events: list[Event]) -> ScanResult:
         if self._calls == 0 and not events:
@@ -405,3 +413,70 @@ class DsmlGrammar(ToolGrammar):
         if start == self._orphan:
             return DsmlScanner(start, next(iter(self._blocks.values())), ctx, orphan=True)
         return DsmlScanner(start, self._blocks[start], ctx)
+
+    # --- whole-output batch grammar (parsers.batch) ---
+    def batch_call(self, text: str, pos: int, start: str, ctx: CallContext) -> BatchCall | None:
+        # a block in the common shape read directly; anything else: the scanner at once
+        block = self._blocks.get(start)
+        found = _whole_block(text, pos, block, ctx) if block is not None else None
+        return found if found is not None else scanned_region(self, text, pos, start, ctx)
+
+
+# --- whole-output batch grammar (parsers.batch) ---
+# A block (after its opening tag) in the common shape, read tag by tag: invokes with a name,
+# each of `parameter` tags with a name and their values up to their own close, then the
+# invoke's close; then the block's close. Tags are matched as `DsmlScanner._next_tag` matches
+# them (same regex, same window), values written by the same sinks. Anything else (a JSON
+# body, a wrapper parameter, a missing close, text between tags, a cut block) is the scanner's.
+
+
+def _whole_block(text: str, pos: int, block: str, ctx: CallContext) -> BatchCall | None:
+    calls: list[tuple[str | None, str, str]] = []
+    i = pos
+    while True:  # between invokes
+        m = _whole_tag(text, i)
+        if m is None:
+            return None
+        closing, name, attrs = m.group(1) == "/", m.group(2), dict(_ATTR.findall(m.group(3)))
+        i = m.end()
+        if closing and name == block:
+            return (calls, i) if calls else None
+        tool = attrs.get("name")
+        if closing or name != "invoke" or not tool:
+            return None
+        args = ArgsJson()
+        out = [ArgsJson.open()]
+        while True:  # between parameters
+            j = _BLANK_RUN.match(text, i).end()  # type: ignore[union-attr]
+            if args.count == 0 and text.startswith("{", j):
+                return None  # a JSON body
+            m = _TAG.match(text, j, j + _MAX_TAG + 1)
+            if m is None:
+                return None
+            closing, name, attrs = m.group(1) == "/", m.group(2), dict(_ATTR.findall(m.group(3)))
+            i = m.end()
+            if closing and name == "invoke":
+                break
+            key = attrs.get("name")
+            if closing or name != "parameter" or key is None:
+                return None
+            if args.count == 0 and key in _WRAPPERS:
+                return None  # maybe unwrapped: the scanner decides
+            end = _VALUE_END.search(text, i)
+            if end is None or end.group() not in _PARAM_CLOSE:
+                return None
+            sink = value_sink(ctx, tool, args, key, attrs.get("string"))
+            out.append(sink.feed(text[i : end.start()]))
+            out.append(sink.end())
+            i = end.end()
+        out.append(ArgsJson.close())
+        calls.append((None, tool, "".join(out)))
+
+
+_BLANK_RUN = re.compile(r"[ \t\r\n]*")
+
+
+def _whole_tag(text: str, i: int) -> re.Match[str] | None:
+    """The DSML tag after the blanks at `i`, within `_next_tag`'s window."""
+    j = _BLANK_RUN.match(text, i).end()  # type: ignore[union-attr]
+    return _TAG.match(text, j, j + _MAX_TAG + 1)

@@ -17,7 +17,10 @@ the output.
 
 from __future__ import annotations
 
+import re
+
 from parsers.families.base import (
+    BatchCall,
     CallArgs,
     CallBegin,
     CallContext,
@@ -30,9 +33,17 @@ from parsers.families.base import (
     ScanResult,
     Text,
     ToolGrammar,
+    scanned_region,
 )
 from parsers.families.base import CallScanner as BaseScanner
-from parsers.families.gemma4_call import CALL_END, CALL_START, TURN_END, CallScanner
+from parsers.families.gemma4_call import (
+    CALL_END,
+    CALL_START,
+    STRING_DELIM,
+    TURN_END,
+    CallScanner,
+)
+from parsers.jsonstream import escape_text
 from parsers.machine import MarkerMachine
 from parsers.plan import ParsePlan
 
@@ -108,6 +119,91 @@ class Gemma4Tools(ToolGrammar):
 
     def scanner(self, start: str, ctx: CallContext) -> BaseScanner:
         return Gemma4Scanner()
+
+    # --- whole-output batch grammar (parsers.batch) ---
+    def batch_call(self, text: str, pos: int, start: str, ctx: CallContext) -> BatchCall | None:
+        # the common shape read directly; anything else: the scanner fed the region at once
+        stop = text.find(CALL_END, pos)
+        found = _whole_call(text, pos, stop) if stop != -1 else None
+        if found is not None:
+            return [(None, *found)], stop + len(CALL_END)
+        return scanned_region(self, text, pos, start, ctx)
+
+
+# --- whole-output batch grammar (parsers.batch) ---
+# The common call shape, read with a few regexes: `call:NAME{` then `key:value` pairs split by
+# `,`, no blanks anywhere, values a `<|"|>` string, a JSON number, `true`/`false`/`null`
+# (lowercase, as the scanner writes them) or a flat `[...]` of those, then `}<tool_call|>`.
+# The arguments are what `gemma4_call.CallScanner` writes for that text (key and string
+# literals by `json_string`/`escape_text`, the rest as written); any other text (blanks, bare
+# words, nested objects, other spellings, delimiters the region cuts) is the scanner's.
+_W_HEAD = re.compile(r"call:([A-Za-z0-9_.\-]+)\{")
+_W_KEY = re.compile(r"([A-Za-z0-9_.\-]+):")
+_W_LITERAL = re.compile(
+    r"(-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|true|false|null)(?=[,}\]])"
+)
+
+
+def _whole_value(text: str, i: int, stop: int) -> tuple[str, int] | None:
+    if text.startswith(STRING_DELIM, i):  # a string runs to the next delimiter
+        start = i + len(STRING_DELIM)
+        end = text.find(STRING_DELIM, start, stop)
+        if end == -1:
+            return None
+        return '"' + escape_text(text[start:end]) + '"', end + len(STRING_DELIM)
+    m = _W_LITERAL.match(text, i, stop)
+    return None if m is None else (m.group(1), m.end())
+
+
+def _whole_call(text: str, pos: int, stop: int) -> tuple[str, str] | None:
+    """(name, arguments) of the call at `pos` whose `<tool_call|>` is at `stop`, or None."""
+    head = _W_HEAD.match(text, pos, stop)
+    if head is None:
+        return None
+    i = head.end()
+    out = ["{"]
+    if text.startswith("}", i):
+        i += 1
+    else:
+        while True:
+            key = _W_KEY.match(text, i, stop)
+            if key is None:
+                return None
+            # (`json_string` of such a key: nothing in it needs escaping)
+            out.append(("," if len(out) > 1 else "") + '"' + key.group(1) + '":')
+            i = key.end()
+            if text.startswith("[", i):
+                i += 1
+                items: list[str] = []
+                while not text.startswith("]", i):
+                    if items:
+                        if not text.startswith(",", i):
+                            return None
+                        i += 1
+                    found = _whole_value(text, i, stop)
+                    if found is None:
+                        return None
+                    items.append(found[0])
+                    i = found[1]
+                out.append("[" + ",".join(items) + "]")
+                i += 1
+            else:
+                found = _whole_value(text, i, stop)
+                if found is None:
+                    return None
+                out.append(found[0])
+                i = found[1]
+            if text.startswith(",", i):
+                i += 1
+            elif text.startswith("}", i):
+                i += 1
+                break
+            else:
+                return None
+    if i != stop:
+        return None
+    out.append("}")
+    return head.group(1), "".join(out)
 
 
 TOOLS = Gemma4Tools()
@@ -193,6 +289,16 @@ class Gemma4Grammar(ChannelGrammar):
         if reasoning is None or not plan.start_in_reasoning:
             return inner
         return PrefillLabel(inner)
+
+    # --- whole-output batch grammar (parsers.batch) ---
+    def batch_grammars(
+        self, plan: ParsePlan
+    ) -> tuple[ToolGrammar | None, ReasoningGrammar | None] | None:
+        # `machine` without the prefilled-label filter
+        reasoning = REASONING if plan.reasoning_parser is not None else None
+        if reasoning is not None and plan.start_in_reasoning:
+            return None
+        return (TOOLS if plan.tool_parser is not None else None), reasoning
 
 
 GEMMA4 = Gemma4Grammar()

@@ -11,11 +11,13 @@ does not parse), then the schema type decides; else a string kept as written.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Literal
 
 from parsers.families.base import (
     AnyReasoningGrammar,
     AnyToolGrammar,
+    BatchCall,
     CallArgs,
     CallContext,
     CallScanner,
@@ -23,6 +25,7 @@ from parsers.families.base import (
     ReasoningGrammar,
     ScanResult,
     ToolGrammar,
+    scanned_region,
 )
 from parsers.families.xmlargs import (
     ArgsJson,
@@ -291,6 +294,67 @@ class GlmGrammar(ToolGrammar):
 
     def scanner(self, start: str, ctx: CallContext) -> CallScanner:
         return GlmScanner(ctx)
+
+    # --- whole-output batch grammar (parsers.batch) ---
+    def batch_call(self, text: str, pos: int, start: str, ctx: CallContext) -> BatchCall | None:
+        # the common layout read directly; anything else: the scanner fed the region at once
+        stop = text.find(TOOL_CALL_END, pos)
+        found = _whole_call(text[pos : stop + len(TOOL_CALL_END)], ctx) if stop != -1 else None
+        if found is not None:
+            return [(None, *found)], stop + len(TOOL_CALL_END)
+        return scanned_region(self, text, pos, start, ctx)
+
+
+# --- whole-output batch grammar (parsers.batch) ---
+# One call region ending at its first `</tool_call>`, read tag by tag with `str.find` instead of
+# the scanner's buffer: the same steps as `GlmScanner._run` fed the region at once (name, layout
+# before a key or the close, key, layout before the value, the value's sink chosen by its first
+# visible character and schema, fed the whole value); None where the scanner would reject or
+# abort, which the scanner itself then handles.
+_LAYOUT_END = re.compile(r"(?:[ \t\r\n]|\\n)*")
+_VALUE_START = re.compile(r"[ \t\r\n]*")
+_VALUE_CLOSE = re.compile("|".join(re.escape(t) for t in (ARG_VALUE_END, TOOL_CALL_END)))
+
+
+def _whole_call(region: str, ctx: CallContext) -> tuple[str, str] | None:
+    """(name, arguments) of the call in `region` (the text after `<tool_call>` up to and
+    including the first `</tool_call>`), or None."""
+    m = _NAME_END.search(region)
+    assert m is not None  # the region ends with `</tool_call>`
+    name = _strip_name(region[: m.start()])
+    if not name or "<" in name or "\n" in name or len(name) > _MAX_NAME:
+        return None
+    args = ArgsJson()
+    out = [ArgsJson.open()]
+    i = m.start()
+    end = len(region) - len(TOOL_CALL_END)
+    while True:
+        i = _LAYOUT_END.match(region, i).end()  # type: ignore[union-attr]
+        if i == end:
+            out.append(ArgsJson.close())
+            return name, "".join(out)
+        if not region.startswith(ARG_KEY, i):
+            return None
+        k = region.find(ARG_KEY_END, i + len(ARG_KEY))
+        if k == -1:
+            return None
+        key = region[i + len(ARG_KEY) : k].strip()
+        i = _LAYOUT_END.match(region, k + len(ARG_KEY_END)).end()  # type: ignore[union-attr]
+        if not region.startswith(ARG_VALUE, i):
+            return None
+        i += len(ARG_VALUE)
+        close = _VALUE_CLOSE.search(region, i)
+        assert close is not None
+        pend = _PendingValue(args.key(key), ctx.param_schema(name, key))
+        first = _VALUE_START.match(region, i).end()  # type: ignore[union-attr]
+        sink = (
+            StringValue(pend.prefix, trim=_TRIM)
+            if first >= close.start()
+            else pend.choose(region[first])
+        )
+        out.append(sink.feed(region[i : close.start()]))
+        out.append(sink.end())
+        i = close.end() if close.group() == ARG_VALUE_END else close.start()
 
 
 TOOL_GRAMMARS: dict[str, AnyToolGrammar] = {"glm47": GlmGrammar()}

@@ -6,6 +6,7 @@ import json
 import re
 
 from parsers.families.base import (
+    BatchCall,
     CallArgs,
     CallBegin,
     CallContext,
@@ -47,18 +48,26 @@ def _no_constant(name: str) -> object:
 _DECODER = json.JSONDecoder(parse_constant=_no_constant)
 
 
-def whole_call(text: str) -> tuple[list[Event], int] | None:
-    """The events of the complete call at the start of `text` (after `<tool_call>`) and the
+def whole_call(text: str, pos: int = 0) -> tuple[list[Event], int] | None:
+    """The events of the complete call at `pos` of `text` (after `<tool_call>`) and the
     offset after its `</tool_call>`, or None when the text is not in the common shape."""
-    head = _WHOLE_HEAD.match(text)
+    found = _whole(text, pos)
+    if found is None:
+        return None
+    name, args, end = found
+    return [CallBegin(name), CallArgs(args), CallEnd()], end
+
+
+def _whole(text: str, pos: int) -> tuple[str, str, int] | None:
+    """`whole_call` as (name, arguments, offset after the closer)."""
+    head = _WHOLE_HEAD.match(text, pos)
     if head is None or not head.group(1).strip():  # a blank name: not a call
         return None
     start = head.end()
     close = text.find(CLOSE, start)
     if close == -1:
         return None
-    body = text[start:close]
-    if "\\" in body or _KEY_BLANK_COLON.search(body) is not None:
+    if text.find("\\", start, close) != -1 or _KEY_BLANK_COLON.search(text, start, close):
         return None
     try:
         _, end = _DECODER.raw_decode(text, start)
@@ -67,7 +76,7 @@ def whole_call(text: str) -> tuple[list[Event], int] | None:
     tail = _WHOLE_TAIL.match(text, end)
     if tail is None or tail.end() != close + len(CLOSE):
         return None
-    return [CallBegin(head.group(1)), CallArgs(text[start:end]), CallEnd()], tail.end()
+    return head.group(1), text[start:end], tail.end()
 
 
 class HermesScanner(CallScanner):
@@ -149,3 +158,9 @@ class HermesGrammar(ToolGrammar):
 
     def scanner(self, start: str, ctx: CallContext) -> CallScanner:
         return HermesScanner()
+
+    # --- whole-output batch grammar (parsers.batch) ---
+    def batch_call(self, text: str, pos: int, start: str, ctx: CallContext) -> BatchCall | None:
+        # the whole-call shape above; anything else (escapes, cut-off, ...) is the engine's
+        found = _whole(text, pos)
+        return None if found is None else ([(None, found[0], found[1])], found[2])

@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from parsers.families.base import (
+    BatchCall,
     CallArgs,
     CallBegin,
     CallContext,
@@ -43,6 +44,7 @@ from parsers.families.base import (
     ScanResult,
     Text,
     ToolGrammar,
+    scanned_region,
 )
 from parsers.jsonstream import JsonValueReader
 from parsers.record import Record
@@ -67,7 +69,6 @@ _WS = " \t\r\n"
 # Whole-arguments fast path (issue 14, item 7; as `hermes.whole_call`): blanks between a key
 # and its colon are moved by the reader, so such arguments take the reader.
 _KEY_BLANK_COLON = re.compile(r'"[ \t\r\n]+:')
-_STRING_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"', re.S)
 
 
 def _no_constant(name: str) -> object:
@@ -106,11 +107,16 @@ def _marker_at(text: str, i: int, markers: tuple[str, ...], final: bool) -> str 
 
 def _strings_canonical(value: str) -> bool:
     """Every escaped string literal in the (valid JSON) `value` is written the way the reader
-    re-escapes strings (`json.dumps(..., ensure_ascii=False)`)."""
-    for token in _STRING_TOKEN.findall(value):
-        if "\\" in token and json.dumps(json.loads(token), ensure_ascii=False) != token:
-            return False
-    return True
+    re-escapes strings (`json.dumps(..., ensure_ascii=False)`): every escape is one that
+    writes (no `\\/`, no `\\u` for a character it keeps or writes short). In valid JSON
+    a backslash only stands in a string and raw control characters do not, so what is left
+    after removing those escapes must hold no backslash."""
+    return "\\" not in _CANONICAL_ESCAPE.sub("", value)
+
+
+# the escapes `json.dumps(..., ensure_ascii=False)` writes: `\"`, `\\`, the short forms, and
+# `\u00xx` (lowercase) for the other control characters
+_CANONICAL_ESCAPE = re.compile(r'\\(?:["\\bfnrt]|u00(?:0[0-7]|0b|0e|0f|1[0-9a-f]))')
 
 
 class _Call(Record):
@@ -658,6 +664,72 @@ class KimiK2Grammar(ToolGrammar):
 
     def scanner(self, start: str, ctx: CallContext) -> CallScanner:
         return _Scanner(start, ctx)
+
+    # --- whole-output batch grammar (parsers.batch) ---
+    def batch_call(self, text: str, pos: int, start: str, ctx: CallContext) -> BatchCall | None:
+        # a section in the common shape read directly; anything else: the scanner at once
+        found = _whole_section(text, pos) if start != CALL_BEGIN else None
+        return found if found is not None else scanned_region(self, text, pos, start, ctx)
+
+
+# --- whole-output batch grammar (parsers.batch) ---
+# A section (after its begin marker) of calls in the common shape, read with `str.find`: blanks,
+# then calls `<|tool_call_begin|>` + a `functions.NAME:IDX` header + `<|tool_call_argument_begin|>`
+# + arguments `_Call._whole` takes (one JSON object kept as written) + `<|tool_call_end|>`,
+# separated by blanks, then a section end. Ids as the scanner gives them (`_unique` per
+# section). Anything else (counter ids, text between calls, other argument shapes, a cut
+# section) is the scanner's.
+_BLANK_RUN = re.compile(r"[ \t\r\n]*")
+
+
+def _whole_section(text: str, pos: int) -> BatchCall | None:
+    calls: list[tuple[str | None, str, str]] = []
+    ids: set[str] = set()
+    i = pos
+    while True:
+        i = _BLANK_RUN.match(text, i).end()  # type: ignore[union-attr]
+        for end in SECTION_ENDS:
+            if text.startswith(end, i):
+                return (calls, i + len(end)) if calls else None
+        if not text.startswith(CALL_BEGIN, i):
+            return None
+        i += len(CALL_BEGIN)
+        a = text.find(ARG_BEGIN, i)
+        if a == -1 or text.find("<", i, a) != -1:
+            return None
+        parsed = parse_call_id(text[i:a])
+        if parsed is None:
+            return None
+        i = a + len(ARG_BEGIN)
+        k = text.find(CALL_END, i)
+        if k == -1:
+            return None
+        value = _whole_arguments(text, i, k)
+        if value is None:
+            return None
+        call_id, name = parsed
+        calls.append((_unique(call_id, ids), name, value))
+        i = k + len(CALL_END)
+
+
+def _whole_arguments(text: str, start: int, stop: int) -> str | None:
+    """`_Call._whole`'s test on `text[start:stop]` (the arguments before the end marker):
+    the object as written, or None."""
+    if text.find("<", start, stop) != -1 or _KEY_BLANK_COLON.search(text, start, stop):
+        return None
+    lead = _BLANK_RUN.match(text, start).end()  # type: ignore[union-attr]
+    if not text.startswith("{", lead):
+        return None
+    try:
+        _, end = _DECODER.raw_decode(text, lead)
+    except ValueError:
+        return None
+    if end > stop or _BLANK_RUN.match(text, end, stop).end() != stop:  # type: ignore[union-attr]
+        return None
+    value = text[lead:end]
+    if "\\" in value and not _strings_canonical(value):
+        return None
+    return value
 
 
 TOOL_GRAMMARS = {"kimi_k2": KimiK2Grammar()}

@@ -16,12 +16,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from parsers.families.base import (
+    BatchCall,
     CallArgs,
     CallContext,
     CallScanner,
     Event,
     ScanResult,
     ToolGrammar,
+    scanned_region,
 )
 from parsers.families.hermes import HermesScanner
 from parsers.families.xmlargs import (
@@ -544,3 +546,81 @@ class Qwen3CoderGrammar(ToolGrammar):
 
     def scanner(self, start: str, ctx: CallContext) -> CallScanner:
         return Qwen3CoderScanner(start, ctx)
+
+    # --- whole-output batch grammar (parsers.batch) ---
+    def batch_call(self, text: str, pos: int, start: str, ctx: CallContext) -> BatchCall | None:
+        # the common shape read directly; anything else: the scanner fed the region at once
+        found = _whole_region(text, pos, ctx) if start == TOOL_CALL else None
+        return found if found is not None else scanned_region(self, text, pos, start, ctx)
+
+
+# --- whole-output batch grammar (parsers.batch) ---
+# A `<tool_call>` region in the common shape, read tag by tag with `str.find`: `<function=NAME>`
+# blocks of `<parameter=KEY>` values, each ending at its first tag when that is a
+# `</parameter>` that `_close_ends` finds structural (the whole output is known, so it decides
+# now what the scanner decides once the text after it arrives), values written by the same
+# sinks; then `</tool_call>` (or text after `</function>`, which the scanner leaves as
+# content). Anything else (a Hermes object, tags inside a value, a missing or drifted close,
+# a cut call) is the scanner's.
+_BLANK_RUN = re.compile(r"[ \t\r\n]*")
+
+
+def _whole_region(text: str, pos: int, ctx: CallContext) -> BatchCall | None:
+    calls: list[tuple[str | None, str, str]] = []
+    i = _BLANK_RUN.match(text, pos).end()  # type: ignore[union-attr]
+    if not text.startswith(FUNCTION, i):
+        return None
+    while True:  # at `<function=`
+        i += len(FUNCTION)
+        end = text.find(">", i)
+        if end < 0:
+            return None
+        name = text[i:end].strip()
+        if not name or any(c in _NOT_IN_NAME for c in name):
+            return None
+        names = _param_names(ctx, name)
+        args = ArgsJson()
+        out = [ArgsJson.open()]
+        i = end + 1
+        while True:  # the body: parameters until `</function>` or `</tool_call>`
+            j = _BLANK_RUN.match(text, i).end()  # type: ignore[union-attr]
+            tag = _BODY_TAGS.match_at(text, j)
+            if tag is None:
+                return None
+            i = j + len(tag)
+            if tag != PARAMETER:
+                break
+            end = text.find(">", i)
+            if end < 0:
+                return None
+            key = text[i:end].strip()
+            mark = _VALUE_MARKS.search(text, end + 1)
+            if mark is None or mark.group() != PARAMETER_END:
+                return None
+            if not _close_ends(text, mark.end(), names, True, 0):
+                return None
+            prefix = args.key(key)
+            is_string, nulls, conv = _convert(ctx, name, key)
+            sink: ValueSink = (
+                StringValue(
+                    prefix,
+                    trim="one_newline",
+                    null_word=bool(nulls),
+                    none_word=nulls == "null_none",
+                )
+                if is_string
+                else RawValue(prefix, conv, trim="one_newline")
+            )
+            out.append(sink.feed(text[end + 1 : mark.start()]))
+            out.append(sink.end())
+            i = mark.end()
+        out.append(ArgsJson.close())
+        calls.append((None, name, "".join(out)))
+        if tag == TOOL_CALL_END:
+            return calls, i
+        j = _BLANK_RUN.match(text, i).end()  # type: ignore[union-attr]
+        if text.startswith(TOOL_CALL_END, j):
+            return calls, j + len(TOOL_CALL_END)
+        if not text.startswith(FUNCTION, j):
+            return calls, i  # text after `</function>`: content (blanks at the end: layout)
+        i = j

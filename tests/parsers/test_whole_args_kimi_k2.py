@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from parser_samples import Sample, case_id, sample_cases
 
 from parsers import parse
+from parsers.batch import BatchPath
 from parsers.families import kimi_k2
 from parsers.families.base import PIECE
 from parsers.ids import counter_ids
@@ -105,6 +106,8 @@ def taken(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
         return result
 
     monkeypatch.setattr(kimi_k2._Call, "_whole", spy)
+    # the engine's own fast path: with the whole-output batch path off (parsers.batch)
+    monkeypatch.setattr(BatchPath, "whole_fast", False)
     yield seen
 
 

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 from parser_samples import Sample, case_id, sample_cases
 
 from parsers import parse
+from parsers.batch import BatchPath
 from parsers.families import hermes
 from parsers.families.base import PIECE
 from parsers.ids import counter_ids
@@ -99,6 +100,8 @@ def taken(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[bool]]:
         return result
 
     monkeypatch.setattr(hermes, "whole_call", spy)
+    # the engine's own fast path: with the whole-output batch path off (parsers.batch)
+    monkeypatch.setattr(BatchPath, "whole_fast", False)
     yield seen
 
 
