@@ -166,7 +166,7 @@ def test_reading_the_registry_imports_no_grammar_module() -> None:
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True
     ).stdout
-    loaded = eval(out)  # a list of module names
+    loaded = ast.literal_eval(out)  # a list of module names
     assert loaded == sorted(f"parsers.families.{k}_facts" for k in IDS)
 
 
