@@ -16,6 +16,7 @@ from parsers.engine import Engine
 from parsers.ids import IdFactory, new_call_id
 from parsers.plan import ParsePlan
 from parsers.policy import plan_request, settings_for
+from parsers.registry import REASONING_PARSERS
 from parsers.scan import MarkerSet, QuoteTracker
 from parsers.types import Delta, ParsedMessage, ToolCall
 
@@ -161,8 +162,9 @@ def parse(
     """Parse a whole response (batch): `parse_text`, the whole-output batch path or the same
     engine fed once, so batch equals streaming.
 
-    One batch-only rule (parsers.md, DeepSeek V4.1): without prefill information, a leading unquoted
-    `</think>` with no opener means the text before it was reasoning.
+    One batch-only rule (parsers.md, DeepSeek V4.1; `Family.leading_close_means_reasoning`):
+    without prefill information, a leading unquoted close marker with no opener means the text
+    before it was reasoning.
     """
     plan = make_plan(
         tool_parser=tool_parser,
@@ -174,12 +176,13 @@ def parse(
         prompt=prompt,
         request=request,
     )
+    markers = _leading_close_markers(plan.reasoning_parser)
     if (
-        plan.reasoning_parser in _CLOSE_MEANS_REASONING
+        markers is not None
         and plan.reasoning
         and not plan.start_in_reasoning
         and prompt is None
-        and _leading_close(text)
+        and _leading_close(text, markers)
     ):
         plan = replace(plan, start_in_reasoning=True)
     return parse_text(plan, text, finish_reason, id_factory)
@@ -206,18 +209,23 @@ def parse_text(
     return agg.message(parser.finish_reason, parser.route)
 
 
-_CLOSE_MEANS_REASONING = frozenset({"deepseek_v41"})
-_THINK_MARKERS = MarkerSet(("<think>", "</think>"))
+def _leading_close_markers(reasoning_parser: str | None) -> tuple[str, str] | None:
+    """The (open, close) markers of a family with the leading-close batch rule, else None."""
+    found = REASONING_PARSERS.get(reasoning_parser or "")
+    if found is None or not found.family.leading_close_means_reasoning:
+        return None
+    return found.family.reasoning_markers
 
 
-def _leading_close(text: str) -> bool:
-    """The first unquoted `<think>`/`</think>` in `text` is the closer."""
+def _leading_close(text: str, markers: tuple[str, str]) -> bool:
+    """The first unquoted open/close marker in `text` is the closer."""
     quotes = QuoteTracker()
     pos = 0
-    while (m := _THINK_MARKERS.search(text, pos)) is not None:
+    found = MarkerSet(markers)
+    while (m := found.search(text, pos)) is not None:
         quotes.feed(text[pos : m.start()])
         if not quotes.quoted(m.group()[0]):
-            return m.group() == "</think>"
+            return m.group() == markers[1]
         quotes.feed(m.group())
         pos = m.end()
     return False

@@ -12,78 +12,34 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
 from parsers.errors import ConfigError, InvalidRequest
+from parsers.family import OPENAI_EFFORTS
 from parsers.plan import ParsePlan
 from parsers.record import Frozen, set_field
+from parsers.registry import REASONING_PARSERS, TOOL_PARSERS, Family
 from parsers.routing import ToolChoice, is_structural_tag, parse_tool_choice, route_for
 from parsers.settings import ParserSettings, Version, check_generation, family_by_key, resolve_pair
 
-# reasoning_effort accepted per family. DeepSeek V4.1 renders it into the prompt (parsers.md); the
-# other families' templates ignore it, so they accept the OpenAI values and only "none" has an
-# effect there (thinking off).
-_OPENAI_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
-_V41_EFFORTS = frozenset({"none", "low", "high", "max"})
+# reasoning_effort accepted per family (`Family.efforts`): DeepSeek V4.1 renders it into the
+# prompt (parsers.md); the other families' templates ignore it, so they accept the OpenAI values
+# and only "none" has an effect there (thinking off).
 _RESPONSE_FORMATS = frozenset({"text", "json_object", "json_schema", "structural_tag"})
 _THINKING_MODES = {"thinking": True, "chat": False}
 _TAIL = 512  # characters of the prompt's end searched for a prefilled marker
 
-
-class _Markers(Frozen):
-    """Regex sources, compiled on first use (`re` caches them): a process compiles only those
-    of the parsers it serves."""
-
-    opener: str  # the prompt ends (after rstrip) with this: output starts in reasoning
-    closer: str  # the prompt ends with this: the reasoning block is already closed
-
-    def __init__(self, opener: str, closer: str) -> None:
-        set_field(self, "opener", opener)
-        set_field(self, "closer", closer)
+# Every family fact used below (prefill patterns, forced start, effort values, channel
+# reasoning) is the family's own declaration (`parsers.family.Family`), found through the
+# canonical reasoning or tool parser name.
 
 
-def _literal(marker: str) -> str:
-    return re.escape(marker) + r"\Z"
-
-
-_THINK = _Markers(_literal("<think>"), _literal("</think>"))
-# Keyed by canonical reasoning parser name.
-MARKERS: dict[str, _Markers] = {
-    "qwen3": _THINK,
-    "glm45": _THINK,
-    "deepseek_v4": _THINK,
-    "deepseek_v41": _THINK,
-    "kimi_k25": _THINK,
-    # Engines may space the channel markers' parts: accept any whitespace between them.
-    "kimi_k3": _Markers(
-        r"<\|open\|>\s*think\s*<\|sep\|>\Z",
-        r"<\|close\|>\s*think\s*<\|sep\|>\Z",
-    ),
-    "gemma4": _Markers(_literal("<|channel>thought"), _literal("<channel|>")),
-    # Muse's prompt ends with `<|start|>assistant`; prefilling the `self` (reasoning) recipient
-    # means the output starts in reasoning. A closed self message has no trailing marker.
-    "muse": _Markers(r"<\|start\|>\s*assistant\s+to=self\s*<\|message\|>\Z", r"(?!)"),
-}
-# Output starts in reasoning even without prefill evidence in the prompt (or without a prompt).
-_FORCED_START = frozenset({"kimi_k25", "deepseek_v4"})
-# Without a prompt, thinking on: the family's chat template opens reasoning in the prompt
-# (Kimi K3 `<|open|>think<|sep|>`), so the output starts inside it and a bare end marker ends
-# it. (GLM and DeepSeek V4.1: docs/parsers.md "Thinking state" says why not.)
-_PREFILLED_WITHOUT_PROMPT = frozenset({"kimi_k3"})
-# A closed reasoning block at the end of the prompt means thinking is off (DeepSeek V4.1).
-_CLOSER_MEANS_OFF = frozenset({"deepseek_v41"})
-# Without a prompt, thinking turned on by the request itself: Qwen3's thinking checkpoints
-# prefill `<think>` (the hybrid ones write it, a leading opener is then markup), so the output
-# starts in reasoning. Left to the family default, our Qwen3 template opens nothing.
-_PREFILLED_WHEN_ASKED = frozenset({"qwen3"})
-# Channel grammars (Kimi K3, Muse) carry the reasoning channel in the tool grammar itself: a
-# deployment naming only their tool parser still has its reasoning channel parsed (the plan's
-# `reasoning_parser` then names it). Marker families need the reasoning parser named.
-# Gemma 4's thought channel is special tokens of its own grammar too: without a reasoning
-# parser its markers are markup and its text content.
-_CHANNEL_REASONING = {"kimi_k3": "kimi_k3", "muse": "muse", "gemma4": "gemma4"}
+def _reasoning_family(reasoning_parser: str) -> Family | None:
+    found = REASONING_PARSERS.get(reasoning_parser)
+    return found.family if found is not None else None
 
 
 def prefill_state(reasoning_parser: str, prompt: str) -> Literal["open", "closed"] | None:
     """'open' when the prompt ends inside reasoning, 'closed' after a closed block, else None."""
-    markers = MARKERS.get(reasoning_parser)
+    family = _reasoning_family(reasoning_parser)
+    markers = family.prefill_patterns() if family is not None else None
     if markers is None:
         return None
     # Only the end matters; bound the regex work for long prompts.
@@ -113,18 +69,21 @@ def _request_thinking(value: object) -> bool | None:
     raise _bad("thinking", value, 'true, false, {"type": "enabled"} or {"type": "disabled"}')
 
 
-def _effort_thinking(value: object, family: str | None) -> bool | None:
+def _effort_thinking(value: object, family_key: str | None) -> bool | None:
     if value is None:
         return None
-    if family == "deepseek_v41":
-        if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 100:
+    family = family_by_key(family_key)
+    efforts = family.efforts if family is not None else OPENAI_EFFORTS
+    span = family.effort_range if family is not None else None
+    if span is not None and isinstance(value, int) and not isinstance(value, bool):
+        if span[0] <= value <= span[1]:
             return True
-        if isinstance(value, str) and value in _V41_EFFORTS:
-            return value != "none"
-        raise _bad("reasoning_effort", value, '"none", "low", "high", "max" or an integer 1-100')
-    if isinstance(value, str) and value in _OPENAI_EFFORTS:
+    elif isinstance(value, str) and value in efforts:
         return value != "none"
-    raise _bad("reasoning_effort", value, ", ".join(f'"{e}"' for e in _OPENAI_EFFORTS))
+    accepted = ", ".join(f'"{e}"' for e in efforts)
+    if span is not None:
+        accepted += f" or an integer {span[0]}-{span[1]}"
+    raise _bad("reasoning_effort", value, accepted)
 
 
 def _template_thinking(kwargs: object) -> bool | None:
@@ -320,7 +279,9 @@ def plan_request(
     if reasoning_parser is None and settings.tool_parser is not None:
         # a channel grammar still reads its reasoning channel (its markers are its grammar),
         # but without a reasoning parser that text is content
-        reasoning_parser = _CHANNEL_REASONING.get(settings.tool_parser)
+        tool = TOOL_PARSERS.get(settings.tool_parser)
+        if tool is not None and tool.family.channel_reasoning:
+            reasoning_parser = tool.family.reasoning_parser
     reasoning = reasoning_parser is not None and thinking
     start = False
     if reasoning_parser is not None:
@@ -329,16 +290,18 @@ def plan_request(
             # The prompt is what the model saw: it is inside a reasoning block whatever the
             # request's controls said (a template that ignored them).
             reasoning, start = True, True
+        elif (family := _reasoning_family(reasoning_parser)) is None:
+            pass  # no facts: no prefill or start rule applies
         elif state == "closed":
-            reasoning = reasoning and reasoning_parser not in _CLOSER_MEANS_OFF
+            reasoning = reasoning and not family.closer_means_off
         else:
             start = thinking and (
-                reasoning_parser in _FORCED_START
+                family.forced_start
                 or (
                     prompt is None
                     and (
-                        reasoning_parser in _PREFILLED_WITHOUT_PROMPT
-                        or (asked is True and reasoning_parser in _PREFILLED_WHEN_ASKED)
+                        family.prefilled_without_prompt
+                        or (asked is True and family.prefilled_when_asked)
                     )
                 )
             )

@@ -1,5 +1,8 @@
 """Registry of model families and their parser names (docs/parsers.md).
 
+Every family declares its facts once, in `parsers/families/<key>_facts.py` (`parsers.family`);
+this module only lists those modules and derives the name tables from them.
+
 Names are case-insensitive and `-`/`_` are equivalent. A deployment names a tool-call parser
 and/or a reasoning parser; both must belong to one family when both are set.
 """
@@ -7,24 +10,20 @@ and/or a reasoning parser; both must belong to one family when both are set.
 from __future__ import annotations
 
 from parsers.errors import ConfigError
+from parsers.families import (
+    deepseek_v4_facts,
+    deepseek_v41_facts,
+    gemma4_facts,
+    glm_facts,
+    kimi_k2_facts,
+    kimi_k3_facts,
+    muse_facts,
+    qwen3_facts,
+)
+from parsers.family import Family
 from parsers.record import Frozen, set_field
 
-
-class Family(Frozen):
-    """A model family: its parsers share reasoning markers and generations."""
-
-    key: str
-    title: str
-    generations: frozenset[int]  # {1, 2}, or {2} for V2-only families
-    reasoning_default_on: bool  # thinking default when nothing in the request says otherwise
-
-    def __init__(
-        self, key: str, title: str, generations: frozenset[int], reasoning_default_on: bool
-    ) -> None:
-        set_field(self, "key", key)
-        set_field(self, "title", title)
-        set_field(self, "generations", generations)
-        set_field(self, "reasoning_default_on", reasoning_default_on)
+__all__ = ["FAMILIES", "REASONING_PARSERS", "TOOL_PARSERS", "Family", "ParserName"]
 
 
 class ParserName(Frozen):
@@ -38,52 +37,27 @@ class ParserName(Frozen):
         set_field(self, "family", family)
 
 
-GLM = Family("glm", "GLM 4.5 / 4.6 / 4.7", frozenset({1, 2}), True)
-DEEPSEEK_V4 = Family("deepseek_v4", "DeepSeek V4", frozenset({1, 2}), True)
-DEEPSEEK_V41 = Family("deepseek_v41", "DeepSeek V4.1", frozenset({2}), True)
-KIMI_K2 = Family("kimi_k2", "Kimi K2 / K2.5", frozenset({1, 2}), True)
-KIMI_K3 = Family("kimi_k3", "Kimi K3", frozenset({1, 2}), True)
-GEMMA4 = Family("gemma4", "Gemma 4", frozenset({1, 2}), False)
-MUSE = Family("muse", "Muse", frozenset({2}), True)
-QWEN3 = Family("qwen3", "Qwen3", frozenset({1, 2}), True)
-
+# The registered families, in the order error messages and docs list them.
 FAMILIES: tuple[Family, ...] = (
-    GLM,
-    DEEPSEEK_V4,
-    DEEPSEEK_V41,
-    KIMI_K2,
-    KIMI_K3,
-    GEMMA4,
-    MUSE,
-    QWEN3,
+    glm_facts.FACTS,
+    deepseek_v4_facts.FACTS,
+    deepseek_v41_facts.FACTS,
+    kimi_k2_facts.FACTS,
+    kimi_k3_facts.FACTS,
+    gemma4_facts.FACTS,
+    muse_facts.FACTS,
+    qwen3_facts.FACTS,
 )
 
 # name as written (normalized) -> (canonical grammar name, family)
 TOOL_PARSERS: dict[str, ParserName] = {
-    "glm47": ParserName("glm47", GLM),
-    "glm45": ParserName("glm47", GLM),
-    "deepseek_v4": ParserName("deepseek_v4", DEEPSEEK_V4),
-    "deepseek_v41": ParserName("deepseek_v41", DEEPSEEK_V41),
-    "kimi_k2": ParserName("kimi_k2", KIMI_K2),
-    "kimi_k3": ParserName("kimi_k3", KIMI_K3),
-    "gemma4": ParserName("gemma4", GEMMA4),
-    "muse": ParserName("muse", MUSE),
-    "muse_glimmer": ParserName("muse", MUSE),
-    "hermes": ParserName("hermes", QWEN3),
-    "qwen3": ParserName("hermes", QWEN3),
-    "qwen25": ParserName("hermes", QWEN3),
-    "qwen3_coder": ParserName("qwen3_coder", QWEN3),
+    name: ParserName(canonical, family)
+    for family in FAMILIES
+    for name, canonical in family.tool_parsers
 }
 
 REASONING_PARSERS: dict[str, ParserName] = {
-    "glm45": ParserName("glm45", GLM),
-    "deepseek_v4": ParserName("deepseek_v4", DEEPSEEK_V4),
-    "deepseek_v41": ParserName("deepseek_v41", DEEPSEEK_V41),
-    "kimi_k25": ParserName("kimi_k25", KIMI_K2),
-    "kimi_k3": ParserName("kimi_k3", KIMI_K3),
-    "gemma4": ParserName("gemma4", GEMMA4),
-    "muse": ParserName("muse", MUSE),
-    "qwen3": ParserName("qwen3", QWEN3),
+    family.reasoning_parser: ParserName(family.reasoning_parser, family) for family in FAMILIES
 }
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from parsers.errors import InvalidRequest
 from parsers.plan import ToolMode
 from parsers.record import Frozen, set_field
+from parsers.registry import FAMILIES
 from parsers.settings import ALIAS_VAR, VERSION_VAR, ParserSettings, family_by_key
 from parsers.types import RouteKind
 
@@ -57,10 +58,13 @@ class ToolChoice(Frozen):
 
 PASS_THROUGH = Route("pass_through", None, None)
 
-# Family defaults under unset/`auto` (docs/parser-selection.md), kept as data: tool parsers whose
-# unforced, non-structural-tag requests go to V2. V2-only families come from the registry.
+# Family defaults under unset/`auto` (docs/parser-selection.md), from the families' facts
+# (`Family.v2_default_tools`): tool parsers whose unforced, non-structural-tag requests go to
+# V2. V2-only families come from the registry too (`Family.generations`).
 # (The isolation tests monkeypatch this to prove the default-route test can fail.)
-V2_DEFAULT_TOOL_PARSERS: frozenset[str] = frozenset({"qwen3_coder"})
+V2_DEFAULT_TOOL_PARSERS: frozenset[str] = frozenset(
+    name for family in FAMILIES for name in family.v2_default_tools
+)
 
 _SHAPES = '"none", "auto", "required" or {"type": "function", "function": {"name": "..."}}'
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from parsers.errors import ConfigError
+from parsers.registry import FAMILIES
 from parsers.settings import load_settings
 from sidecar.config import (
     DEFAULT_BODY_TIMEOUT,
@@ -34,6 +35,8 @@ API_KEY_VAR = "SIDECAR_API_KEY"
 ENGINE_API_KEY_VAR = "SIDECAR_ENGINE_API_KEY"
 CA_BUNDLE_VAR = "SSL_CERT_FILE"
 PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+# for --help: the families whose facts turn thinking off by default
+_THINKING_OFF_BY_DEFAULT = ", ".join(f.title for f in FAMILIES if not f.reasoning_default_on)
 
 
 # uvicorn's level names (its `trace` is below DEBUG); uvicorn.config has the same table, but
@@ -99,7 +102,7 @@ def _parser(engine: str | None) -> argparse.ArgumentParser:
         choices=("on", "off"),
         default=None,
         help="deployment default for reasoning when a request says nothing "
-        "(default: the family's: Gemma 4 off, the others on)",
+        f"(default: the family's: {_THINKING_OFF_BY_DEFAULT} off, the others on)",
     )
     p.add_argument("--host", default="0.0.0.0", help="listen address (default 0.0.0.0)")
     p.add_argument("--port", type=int, default=8080, help="listen port (default 8080)")

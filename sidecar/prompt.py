@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from parsers.settings import family_by_key
 from sidecar.errors import APIError, bad_request
 
 
@@ -30,25 +31,14 @@ class TemplateError(Exception):
     """A chat template that cannot be loaded (startup) — the message names the file."""
 
 
-# (family key, tool parser) -> built-in template file; the tool parser picks a variant.
-_BUILTIN: dict[str | None, str] = {
-    None: "chatml.jinja",
-    "qwen3": "qwen3.jinja",
-    "glm": "glm.jinja",
-    "deepseek_v4": "deepseek.jinja",
-    "deepseek_v41": "deepseek.jinja",
-    "kimi_k2": "kimi_k2.jinja",
-    "kimi_k3": "kimi_k3.jinja",
-    "gemma4": "gemma4.jinja",
-    "muse": "muse.jinja",
-}
-_VARIANTS: dict[str, str] = {"qwen3_coder": "qwen3_coder.jinja"}
+GENERIC_TEMPLATE = "chatml.jinja"  # no family configured
 
 
 def builtin_name(family: str | None, tool_parser: str | None) -> str:
-    if tool_parser in _VARIANTS:
-        return _VARIANTS[tool_parser]
-    return _BUILTIN.get(family, "chatml.jinja")
+    """The built-in template file the family declares (`Family.chat_template`, or its tool
+    parser's variant); the generic ChatML one without a family."""
+    found = family_by_key(family)
+    return found.template_for(tool_parser) if found is not None else GENERIC_TEMPLATE
 
 
 def _raise(message: str) -> NoReturn:

@@ -1,10 +1,13 @@
 """Family grammar registry: canonical parser names (parsers.registry) -> grammar objects.
 
-Each family module (keyed by the registry family key) exports two tables keyed by canonical
-name: `TOOL_GRAMMARS: Mapping[str, AnyToolGrammar]` and
+Each family's grammar module (`Family.grammar_module`, declared in its facts module) exports
+two tables keyed by canonical name: `TOOL_GRAMMARS: Mapping[str, AnyToolGrammar]` and
 `REASONING_GRAMMARS: Mapping[str, AnyReasoningGrammar]` (plain dicts, or `LazyGrammars` when a
-family's grammars live in separate modules). Modules are imported lazily, so a family
+family's grammars live in separate modules). Grammar modules are imported lazily, so a family
 that is not implemented yet only fails when it is used, with a ConfigError saying so.
+
+This package's own import stays light (no grammar code): the registry imports the families'
+facts modules (`parsers/families/<key>_facts.py`) through it.
 """
 
 from __future__ import annotations
@@ -12,37 +15,26 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from types import ModuleType
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
+from parsers import registry  # the registry imports our facts modules: used at call time only
 from parsers.errors import ConfigError
-from parsers.families.base import AnyReasoningGrammar, AnyToolGrammar
-from parsers.registry import REASONING_PARSERS, TOOL_PARSERS
 
-# registry family key -> module holding its grammars
-FAMILY_MODULES: dict[str, str] = {
-    "qwen3": "parsers.families.qwen3",
-    "glm": "parsers.families.glm",
-    "deepseek_v4": "parsers.families.deepseek_v4",
-    "deepseek_v41": "parsers.families.deepseek_v41",
-    "kimi_k2": "parsers.families.kimi_k2",
-    "kimi_k3": "parsers.families.kimi_k3",
-    "gemma4": "parsers.families.gemma4",
-    "muse": "parsers.families.muse",
-}
+if TYPE_CHECKING:
+    from parsers.families.base import AnyReasoningGrammar, AnyToolGrammar
+    from parsers.family import Family
 
 _G = TypeVar("_G")
 
 
-def _module(family: str) -> ModuleType:
-    path = FAMILY_MODULES.get(family)
-    if path is None:
-        raise ConfigError(f"no grammar module registered for family {family!r}")
+def _module(family: Family) -> ModuleType:
+    path = family.grammar_module
     try:
         return importlib.import_module(path)
     except ModuleNotFoundError as err:
         if err.name != path:
             raise
-        raise ConfigError(f"family {family!r} is not implemented yet ({path})") from err
+        raise ConfigError(f"family {family.key!r} is not implemented yet ({path})") from err
 
 
 def _pick(kind: str, canonical: str, grammars: Mapping[str, _G]) -> _G:
@@ -54,13 +46,13 @@ def _pick(kind: str, canonical: str, grammars: Mapping[str, _G]) -> _G:
 
 def tool_grammar(canonical: str) -> AnyToolGrammar:
     """The grammar of a canonical tool parser name (e.g. "hermes")."""
-    entry = TOOL_PARSERS[canonical]
-    grammars: Mapping[str, AnyToolGrammar] = _module(entry.family.key).TOOL_GRAMMARS
+    entry = registry.TOOL_PARSERS[canonical]
+    grammars: Mapping[str, AnyToolGrammar] = _module(entry.family).TOOL_GRAMMARS
     return _pick("tool", canonical, grammars)
 
 
 def reasoning_grammar(canonical: str) -> AnyReasoningGrammar:
     """The grammar of a canonical reasoning parser name (e.g. "qwen3")."""
-    entry = REASONING_PARSERS[canonical]
-    grammars: Mapping[str, AnyReasoningGrammar] = _module(entry.family.key).REASONING_GRAMMARS
+    entry = registry.REASONING_PARSERS[canonical]
+    grammars: Mapping[str, AnyReasoningGrammar] = _module(entry.family).REASONING_GRAMMARS
     return _pick("reasoning", canonical, grammars)

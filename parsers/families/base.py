@@ -296,8 +296,8 @@ class ReasoningGrammar(Frozen):
     def __init__(
         self,
         name: str,
-        open_markers: tuple[str, ...] = ("<think>",),
-        close_markers: tuple[str, ...] = ("</think>",),
+        open_markers: tuple[str, ...],
+        close_markers: tuple[str, ...],
         end_markers: tuple[str, ...] = (),
         stray_markers: tuple[str, ...] = (),
     ) -> None:

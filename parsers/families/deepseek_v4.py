@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from parsers.families.base import AnyReasoningGrammar, AnyToolGrammar, ReasoningGrammar
+from parsers.families.deepseek_v4_facts import FACTS
 from parsers.families.dsml import DsmlGrammar
 
 _TOOLS = DsmlGrammar("deepseek_v4", spaced=False, blocks=("tool_calls",))
@@ -14,6 +15,8 @@ TOOL_GRAMMARS: dict[str, AnyToolGrammar] = {
 REASONING_GRAMMARS: dict[str, AnyReasoningGrammar] = {
     # reasoning-only deployments: the block start still ends reasoning (it is answer text)
     "deepseek_v4": ReasoningGrammar(
-        "deepseek_v4", end_markers=_TOOLS.start_markers[: len(_TOOLS.start_markers) - 1]
+        "deepseek_v4",
+        *FACTS.think_markers(),
+        end_markers=_TOOLS.start_markers[: len(_TOOLS.start_markers) - 1],
     ),
 }

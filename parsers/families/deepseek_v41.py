@@ -6,6 +6,7 @@ leading unquoted `</think>` without an opener means the text before it was reaso
 from __future__ import annotations
 
 from parsers.families.base import AnyReasoningGrammar, AnyToolGrammar, ReasoningGrammar
+from parsers.families.deepseek_v41_facts import FACTS
 from parsers.families.dsml import DsmlGrammar
 
 _TOOLS = DsmlGrammar("deepseek_v41", spaced=True, blocks=("calls",))
@@ -13,6 +14,8 @@ TOOL_GRAMMARS: dict[str, AnyToolGrammar] = {"deepseek_v41": _TOOLS}
 REASONING_GRAMMARS: dict[str, AnyReasoningGrammar] = {
     # reasoning-only deployments: the block start still ends reasoning (it is answer text)
     "deepseek_v41": ReasoningGrammar(
-        "deepseek_v41", end_markers=_TOOLS.start_markers[: len(_TOOLS.start_markers) - 1]
+        "deepseek_v41",
+        *FACTS.think_markers(),
+        end_markers=_TOOLS.start_markers[: len(_TOOLS.start_markers) - 1],
     ),
 }

@@ -27,6 +27,7 @@ from parsers.families.base import (
     ToolGrammar,
     scanned_region,
 )
+from parsers.families.glm_facts import FACTS
 from parsers.families.xmlargs import (
     ArgsJson,
     RawValue,
@@ -360,5 +361,7 @@ def _whole_call(region: str, ctx: CallContext) -> tuple[str, str] | None:
 TOOL_GRAMMARS: dict[str, AnyToolGrammar] = {"glm47": GlmGrammar()}
 REASONING_GRAMMARS: dict[str, AnyReasoningGrammar] = {
     # reasoning-only deployments: a call start still ends reasoning (it is answer text)
-    "glm45": ReasoningGrammar("glm45", end_markers=(TOOL_CALL,), stray_markers=GLM_STRAY[3:])
+    "glm45": ReasoningGrammar(
+        "glm45", *FACTS.think_markers(), end_markers=(TOOL_CALL,), stray_markers=GLM_STRAY[3:]
+    )
 }

@@ -46,6 +46,7 @@ from parsers.families.base import (
     ToolGrammar,
     scanned_region,
 )
+from parsers.families.kimi_k2_facts import FACTS
 from parsers.jsonstream import JsonValueReader
 from parsers.record import Record
 
@@ -736,6 +737,6 @@ TOOL_GRAMMARS = {"kimi_k2": KimiK2Grammar()}
 REASONING_GRAMMARS = {
     # The tool section start (or a bare call start) ends reasoning even without a tool parser.
     "kimi_k25": ReasoningGrammar(
-        "kimi_k25", ("<think>",), ("</think>",), start_markers, stray_markers=("<|im_end|>",)
+        "kimi_k25", *FACTS.think_markers(), start_markers, stray_markers=("<|im_end|>",)
     ),
 }

@@ -8,6 +8,7 @@ from parsers.families.base import (
     LazyGrammars,
     ReasoningGrammar,
 )
+from parsers.families.qwen3_facts import FACTS
 
 
 def _hermes() -> AnyToolGrammar:
@@ -29,6 +30,6 @@ TOOL_GRAMMARS = LazyGrammars({"hermes": _hermes, "qwen3_coder": _qwen3_coder})
 # `</think>`); the markup is then answer text, as vLLM's qwen3 reasoning parser does.
 REASONING_GRAMMARS: dict[str, AnyReasoningGrammar] = {
     "qwen3": ReasoningGrammar(
-        "qwen3", ("<think>",), ("</think>",), ("<tool_call>",), stray_markers=("<|im_end|>",)
+        "qwen3", *FACTS.think_markers(), ("<tool_call>",), stray_markers=("<|im_end|>",)
     )
 }

@@ -1,0 +1,24 @@
+"""DeepSeek V4.1: the family's facts (parsers.family); grammar in
+`parsers.families.deepseek_v41`."""
+
+from __future__ import annotations
+
+from parsers.family import Family
+
+FACTS = Family(
+    key="deepseek_v41",
+    title="DeepSeek V4.1",
+    generations=frozenset({2}),
+    reasoning_default_on=True,
+    tool_parsers=(("deepseek_v41", "deepseek_v41"),),
+    reasoning_parser="deepseek_v41",
+    grammar_module="parsers.families.deepseek_v41",
+    reasoning_markers=("<think>", "</think>"),
+    chat_template="deepseek.jinja",  # shared with V4; the template tests `family`
+    # thinking off renders a closed `<think></think>` block
+    closer_means_off=True,
+    # the template renders the effort into the prompt (docs/parsers.md)
+    efforts=("none", "low", "high", "max"),
+    effort_range=(1, 100),
+    leading_close_means_reasoning=True,
+)

@@ -1,0 +1,142 @@
+"""What a model family declares about itself: one `Family` value per family.
+
+See docs/parsers-internals.md, "Adding a family".
+
+Each family's facts module (`parsers/families/<key>_facts.py`) holds its one `FACTS`; the
+registry (parser names), the request policy (thinking default, prefill, reasoning effort),
+routing (default generation), the sidecar's built-in chat templates and the batch API read
+them from there, so nothing else names a family or its markers. The facts modules import
+nothing but this module: reading every family's facts costs no grammar import (a process
+imports only the grammars it serves, `parsers.families`).
+"""
+
+from __future__ import annotations
+
+import re
+
+from parsers.record import Frozen, set_field
+
+OPENAI_EFFORTS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high", "xhigh")
+
+
+def ends_with(marker: str) -> str:
+    """A prefill pattern: the prompt (right-stripped) ends with `marker`, as written."""
+    return re.escape(marker) + r"\Z"
+
+
+NEVER = r"(?!)"  # a prefill pattern that matches no prompt
+
+
+class Prefill(Frozen):
+    """Regex sources searched at the end of the rendered prompt (right-stripped). Kept as
+    sources: `re` compiles (and caches) only those of the parsers a process serves."""
+
+    opener: str  # the prompt ends inside reasoning: the output starts in it
+    closer: str  # the prompt ends with a closed reasoning block
+
+    def __init__(self, opener: str, closer: str) -> None:
+        set_field(self, "opener", opener)
+        set_field(self, "closer", closer)
+
+
+class Family(Frozen):
+    """A model family's facts. Names are canonical unless said otherwise."""
+
+    key: str  # registry family key (also `ParsePlan.family`, the templates' `family`)
+    title: str  # as error messages name the family
+    generations: frozenset[int]  # {1, 2}, or {2} for V2-only families
+    reasoning_default_on: bool  # thinking when neither the request nor the deployment says
+    # (name as a deployment may write it, normalized -> canonical grammar name)
+    tool_parsers: tuple[tuple[str, str], ...]
+    reasoning_parser: str  # the family's one reasoning parser
+    grammar_module: str  # holds TOOL_GRAMMARS / REASONING_GRAMMARS (parsers.families)
+    # (open, close) reasoning markers of a `<think>`-style family, which its grammar module
+    # builds its ReasoningGrammar from; None: the markers are the grammar's own (a channel
+    # grammar, Gemma's labelled channel)
+    reasoning_markers: tuple[str, str] | None
+    chat_template: str  # built-in template file in sidecar/templates
+    prefill: Prefill | None = None  # None: the reasoning markers, as written
+    # tool parser -> its own template variant (the family's template otherwise)
+    tool_templates: tuple[tuple[str, str], ...] = ()
+    # Tool parsers whose unforced `auto` requests go to V2 under DYN_PARSER_VERSION auto.
+    v2_default_tools: frozenset[str] = frozenset()
+    # Output starts in reasoning even without prefill evidence (the template always prefills).
+    forced_start: bool = False
+    # Without a prompt, thinking on: the template opens reasoning in the prompt.
+    prefilled_without_prompt: bool = False
+    # Without a prompt, thinking turned on by the request itself: the checkpoints prefill.
+    prefilled_when_asked: bool = False
+    # A closed reasoning block at the end of the prompt means thinking is off.
+    closer_means_off: bool = False
+    # The tool grammar carries the reasoning channel: a deployment naming only the tool parser
+    # still has its reasoning channel parsed (as content without a reasoning parser).
+    channel_reasoning: bool = False
+    # `reasoning_effort` values accepted, and an integer range when integers are accepted too
+    efforts: tuple[str, ...] = OPENAI_EFFORTS
+    effort_range: tuple[int, int] | None = None
+    # Batch only: without prefill information, a leading unquoted close marker with no opener
+    # means the text before it was reasoning.
+    leading_close_means_reasoning: bool = False
+
+    def __init__(
+        self,
+        *,
+        key: str,
+        title: str,
+        generations: frozenset[int],
+        reasoning_default_on: bool,
+        tool_parsers: tuple[tuple[str, str], ...],
+        reasoning_parser: str,
+        grammar_module: str,
+        reasoning_markers: tuple[str, str] | None,
+        chat_template: str,
+        prefill: Prefill | None = None,
+        tool_templates: tuple[tuple[str, str], ...] = (),
+        v2_default_tools: frozenset[str] = frozenset(),
+        forced_start: bool = False,
+        prefilled_without_prompt: bool = False,
+        prefilled_when_asked: bool = False,
+        closer_means_off: bool = False,
+        channel_reasoning: bool = False,
+        efforts: tuple[str, ...] = OPENAI_EFFORTS,
+        effort_range: tuple[int, int] | None = None,
+        leading_close_means_reasoning: bool = False,
+    ) -> None:
+        set_field(self, "key", key)
+        set_field(self, "title", title)
+        set_field(self, "generations", generations)
+        set_field(self, "reasoning_default_on", reasoning_default_on)
+        set_field(self, "tool_parsers", tool_parsers)
+        set_field(self, "reasoning_parser", reasoning_parser)
+        set_field(self, "grammar_module", grammar_module)
+        set_field(self, "reasoning_markers", reasoning_markers)
+        set_field(self, "chat_template", chat_template)
+        set_field(self, "prefill", prefill)
+        set_field(self, "tool_templates", tool_templates)
+        set_field(self, "v2_default_tools", v2_default_tools)
+        set_field(self, "forced_start", forced_start)
+        set_field(self, "prefilled_without_prompt", prefilled_without_prompt)
+        set_field(self, "prefilled_when_asked", prefilled_when_asked)
+        set_field(self, "closer_means_off", closer_means_off)
+        set_field(self, "channel_reasoning", channel_reasoning)
+        set_field(self, "efforts", efforts)
+        set_field(self, "effort_range", effort_range)
+        set_field(self, "leading_close_means_reasoning", leading_close_means_reasoning)
+
+    def think_markers(self) -> tuple[tuple[str], tuple[str]]:
+        """(open markers, close markers) for the family's `ReasoningGrammar`."""
+        if self.reasoning_markers is None:
+            raise ValueError(f"family {self.key!r} declares no reasoning markers")
+        opener, closer = self.reasoning_markers
+        return (opener,), (closer,)
+
+    def prefill_patterns(self) -> Prefill | None:
+        """What `parsers.policy.prefill_state` searches the prompt's end for."""
+        if self.prefill is not None or self.reasoning_markers is None:
+            return self.prefill
+        opener, closer = self.reasoning_markers
+        return Prefill(ends_with(opener), ends_with(closer))
+
+    def template_for(self, tool_parser: str | None) -> str:
+        """The built-in chat template for this family and (canonical) tool parser."""
+        return dict(self.tool_templates).get(tool_parser or "", self.chat_template)
