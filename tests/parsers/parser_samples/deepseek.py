@@ -110,6 +110,7 @@ LOSSLESS: list[Lossless] = [
         ),
         quoted=(f"<{BAR}DSML{BAR}tool_calls>", "<think>", "</think>"),
         lead_reasoning=True,
+        broken=(dsml([("", [("a", "x", True)])]),),
     ),
     Lossless(
         V41,
@@ -120,5 +121,6 @@ LOSSLESS: list[Lossless] = [
         ),
         quoted=(f"<{BAR}DSML{BAR} calls>", "<think>"),
         generations=(2,),
+        broken=(dsml([("", [("a", "x", True)])], v41=True),),
     ),
 ]
