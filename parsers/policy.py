@@ -64,9 +64,10 @@ MARKERS: dict[str, _Markers] = {
 # Output starts in reasoning even without prefill evidence in the prompt (or without a prompt).
 _FORCED_START = frozenset({"kimi_k25", "deepseek_v4"})
 # Without a prompt, thinking on: the family's chat template opens reasoning in the prompt
-# (Kimi K3 `<|open|>think<|sep|>`), so the output starts inside it and a bare end marker ends
-# it. (GLM and DeepSeek V4.1: docs/parsers.md "Thinking state" says why not.)
-_PREFILLED_WITHOUT_PROMPT = frozenset({"kimi_k3"})
+# (Kimi K3 `<|open|>think<|sep|>`, DeepSeek V4.1 `<think>`), so the output starts inside it
+# and a bare end marker ends it (issue 14, item 3; tests/parsers/test_template_thinking.py
+# renders every family's template to check this list).
+_PREFILLED_WITHOUT_PROMPT = frozenset({"kimi_k3", "deepseek_v41"})
 # A closed reasoning block at the end of the prompt means thinking is off (DeepSeek V4.1).
 _CLOSER_MEANS_OFF = frozenset({"deepseek_v41"})
 # Without a prompt, thinking turned on by the request itself: Qwen3's thinking checkpoints
