@@ -190,7 +190,9 @@ def test_marker_soup(tool: str, gen: int, data: st.DataObject) -> None:
     parts = data.draw(st.lists(st.sampled_from(soup), max_size=25), label="parts")
     # forced choices: guided JSON starts the answer (or almost does)
     lead = data.draw(
-        st.sampled_from(["", "", "{", "[", '{"name": "f", "arguments": ', '{"name": "", "arguments": {}}'])
+        st.sampled_from(
+            ["", "", "{", "[", '{"name": "f", "arguments": ', '{"name": "", "arguments": {}}']
+        )
     )
     text = lead + "".join(parts)
     choice = data.draw(

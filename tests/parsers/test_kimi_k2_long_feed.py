@@ -21,7 +21,9 @@ LONG = "é☀ " * 6000  # 18,000 characters: calls and text straddle the 32 KiB 
 
 def _outputs() -> dict[str, tuple[str, int]]:
     big_args = json.dumps({"text": LONG, "n": [1, 2, 3]})
-    calls = "".join(call(f"functions.f{i}:{i}", big_args if i % 3 == 0 else '{"i": 1}') for i in range(9))
+    calls = "".join(
+        call(f"functions.f{i}:{i}", big_args if i % 3 == 0 else '{"i": 1}') for i in range(9)
+    )
     return {
         "calls": ("Intro. " + SB + calls + SE + " Outro.", 9),
         "openers": (SB + "<|tool_call_begin|>" * 5000 + SE + " tail", 0),

@@ -104,9 +104,7 @@ class Expected:
 
 
 @st.composite
-def outputs(
-    draw: st.DrawFn, lx: Lossless, gen: int, choice: str | None, named: str
-) -> Expected:
+def outputs(draw: st.DrawFn, lx: Lossless, gen: int, choice: str | None, named: str) -> Expected:
     kinds = ["prose", "call", "fragment"]
     if lx.reasoning:
         kinds.append("reasoning")
@@ -131,7 +129,9 @@ def outputs(
             lead = draw(st.sampled_from(["guided", "text", kind]), label="answer start")
             if lead == "guided":
                 c = draw(st.sampled_from(lx.calls if choice == "required" else lx.calls[:1]))
-                obj = c.arguments if choice == "named" else {"name": c.name, "arguments": c.arguments}
+                obj = (
+                    c.arguments if choice == "named" else {"name": c.name, "arguments": c.arguments}
+                )
                 out.text.append(draw(st.sampled_from(["", "\n", " "])) + json.dumps(obj))
                 out.calls.append((c.name, c.arguments))
                 out.after_guided = True
@@ -158,7 +158,9 @@ def outputs(
         elif kind == "fragment":
             tag = draw(st.sampled_from(tags))
             # a proper prefix without quote characters (V2 would open a quoted span at them)
-            k = draw(st.integers(2, min([len(tag) - 1, 7, *(tag.find(q) for q in "\"'`" if q in tag)])))
+            k = draw(
+                st.integers(2, min([len(tag) - 1, 7, *(tag.find(q) for q in "\"'`" if q in tag)]))
+            )
             out.prose(tag[:k] + ("." if tag[k] != "." else "!"))  # a prefix, completed by nothing
         elif kind == "quoted":
             out.prose(draw(st.sampled_from(WRAPS)).format(m=draw(st.sampled_from(lx.quoted))))
@@ -209,7 +211,9 @@ def _cuts(data: st.DataObject, text: str) -> list[str]:
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 @given(data=st.data())
-def test_lossless_interleavings(case: tuple[Lossless, int, str | None], data: st.DataObject) -> None:
+def test_lossless_interleavings(
+    case: tuple[Lossless, int, str | None], data: st.DataObject
+) -> None:
     lx, gen, choice = case
     named = lx.calls[0].name
     names = sorted({c.name for c in lx.calls})
