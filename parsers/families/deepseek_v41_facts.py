@@ -15,6 +15,9 @@ FACTS = Family(
     grammar_module="parsers.families.deepseek_v41",
     reasoning_markers=("<think>", "</think>"),
     chat_template="deepseek.jinja",  # shared with V4; the template tests `family`
+    # the template ends with `<think>` (thinking on), so without a prompt the output starts
+    # inside it and a bare `</think>` ends it (tests/parsers/test_template_thinking.py)
+    prefilled_without_prompt=True,
     # thinking off renders a closed `<think></think>` block
     closer_means_off=True,
     # the template renders the effort into the prompt (docs/parsers.md)

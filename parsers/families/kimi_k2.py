@@ -518,6 +518,9 @@ def _infer_tool(ctx: CallContext, value: Any) -> str | None:
     return fits[0] if len(fits) == 1 else None
 
 
+_FEED_STEP = 1 << 15  # the longest piece of one feed a section scan slices (see feed)
+
+
 class _Scanner(CallScanner):
     """A call region: a section (many calls, until its end marker) or one bare call."""
 
@@ -562,7 +565,20 @@ class _Scanner(CallScanner):
         return None
 
     def feed(self, text: str) -> ScanResult:
-        return self._scan(text, final=False)
+        if len(text) <= _FEED_STEP:
+            return self._scan(text, final=False)
+        # A long feed (V1 hands over the whole jailed region) in bounded steps: each marker
+        # step slices what is left of its input, so many markers in one huge feed cost
+        # quadratic time (`<|tool_call_begin|>` x 10,000: 23x the time for 10x the input).
+        # Chunking never changes the result (docs/parsers.md, principle 2).
+        events: list[Event] = []
+        pos = 0
+        while True:
+            result = self._scan(text[pos : pos + _FEED_STEP], final=False)
+            pos += _FEED_STEP
+            events += result.events
+            if result.status != "more" or pos >= len(text):
+                return ScanResult(events, result.status, result.rest + text[pos:])
 
     def finish(self) -> ScanResult:
         return self._scan("", final=True)

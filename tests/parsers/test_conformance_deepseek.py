@@ -695,18 +695,23 @@ def test_v41_complete_output(thinking: bool) -> None:
 
 
 @pytest.mark.parametrize(
-    ("controls", "text", "reasoning"),
+    ("controls", "text", "reasoning", "content"),
     [
-        ({"thinking": False}, "12", None),
-        ({"chat_template_kwargs": {"enable_thinking": False}}, "12", None),
-        ({"thinking": True, "reasoning_effort": "none"}, "12", None),
-        ({}, "</think>12", None),
-        ({}, "Plan.</think>12", "Plan."),
+        ({"thinking": False}, "12", None, "12"),
+        ({"chat_template_kwargs": {"enable_thinking": False}}, "12", None, "12"),
+        # `thinking` outranks `reasoning_effort`: thinking is on, and without a prompt the output
+        # starts where the template leaves it, inside `<think>` (issue 14, item 3)
+        ({"thinking": True, "reasoning_effort": "none"}, "12", "12", None),
+        ({"reasoning_effort": "none"}, "12", None, "12"),
+        ({}, "</think>12", None, "12"),
+        ({}, "Plan.</think>12", "Plan.", "12"),
     ],
 )
-def test_v41_reasoning_controls(controls: dict[str, Any], text: str, reasoning: str | None) -> None:
+def test_v41_reasoning_controls(
+    controls: dict[str, Any], text: str, reasoning: str | None, content: str | None
+) -> None:
     msg = parse(text, generation=2, request=controls, **V41)
-    assert (msg.reasoning_content, msg.content) == (reasoning, "12")
+    assert (msg.reasoning_content, msg.content) == (reasoning, content)
 
 
 def test_v41_argument_conversion() -> None:

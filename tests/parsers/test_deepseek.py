@@ -111,7 +111,7 @@ def test_thinking_mode_chat_disables_reasoning(gen: int) -> None:
 
 def test_v41_spaced_tags_v2_only() -> None:
     text = "Answer. " + dsml([("get_weather", [("location", "Paris", True)])], v41=True)
-    msg = run(text, 2, **V41)
+    msg = run(text, 2, prompt="<｜Assistant｜></think>", **V41)
     assert (msg.content, calls(msg)) == ("Answer.", [("get_weather", {"location": "Paris"})])
     assert parse(text, **V41).route == "parser_v2"  # family default
     with pytest.raises(ConfigError, match="generation"):
@@ -127,25 +127,26 @@ def test_v41_prefill_open_and_closed() -> None:
     assert (off.reasoning_content, off.content) == ("literal", " text")
 
 
-def test_v41_batch_leading_close_means_reasoning_before() -> None:
+def test_v41_leading_close_means_reasoning_before() -> None:
+    # no prompt, thinking on: the output starts where the template leaves it, in `<think>`
+    # (issue 14, item 3), so batch and streaming agree
     text = "Hmm, weather.</think>Here: " + dsml([("f", [])], v41=True)
-    batch = parse(text, **V41)
-    assert (batch.reasoning_content, batch.content, calls(batch)) == (
-        "Hmm, weather.",
-        "Here:",
-        [("f", {})],
-    )
-    # streaming cannot know in advance (documented): the early text went out as content
-    streamed = stream([text], **V41)
-    assert streamed.reasoning_content is None
-    # a quoted closer does not count
-    quoted = parse('He typed "</think>" here', **V41)
-    assert (quoted.content, quoted.reasoning_content) == ('He typed "</think>" here', None)
+    for msg in (parse(text, **V41), stream([text], **V41), run(text, 2, **V41)):
+        assert (msg.reasoning_content, msg.content, calls(msg)) == (
+            "Hmm, weather.",
+            "Here:",
+            [("f", {})],
+        )
+    # a quoted closer does not end reasoning
+    quoted = run('He typed "</think>" here', 2, **V41)
+    assert (quoted.content, quoted.reasoning_content) == (None, 'He typed "</think>" here')
 
 
-def test_v41_starts_in_response_without_prefill() -> None:
-    msg = run("Just text.", 2, **V41)
-    assert (msg.content, msg.reasoning_content) == ("Just text.", None)
+def test_v41_starts_in_response_with_thinking_off_or_a_prompt_without_the_opener() -> None:
+    for kw in ({"thinking": False}, {"prompt": "<｜Assistant｜></think>"}, {"prompt": "x"}):
+        msg = run("Just text.", 2, **V41, **kw)  # type: ignore[arg-type]
+        assert (msg.content, msg.reasoning_content) == ("Just text.", None)
+    assert run("Just text.", 2, **V41).reasoning_content == "Just text."
 
 
 @GENS

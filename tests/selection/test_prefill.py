@@ -50,7 +50,7 @@ def test_opener_earlier_in_the_prompt_does_not_start_in_reasoning(reasoning: str
         assert _start(reasoning, text)[1] is False, text
 
 
-@pytest.mark.parametrize("reasoning", sorted(set(OPENERS) - FORCED - {"kimi_k3"}))
+@pytest.mark.parametrize("reasoning", sorted(set(OPENERS) - FORCED - {"kimi_k3", "deepseek_v41"}))
 def test_plain_prompt_and_no_prompt_start_in_the_response(reasoning: str) -> None:
     assert _start(reasoning, None)[1] is False
     assert _start(reasoning, "user: hi\nassistant:")[1] is False
@@ -96,8 +96,11 @@ def test_deepseek_v41_prompt_ending_with_close_means_reasoning_off(tail: str) ->
     assert _start("deepseek_v41", "<｜Assistant｜><think>" + tail) == (True, True)
 
 
-def test_deepseek_v41_without_prefill_information_starts_in_the_response() -> None:
-    assert _start("deepseek_v41", None) == (True, False)
+def test_deepseek_v41_starts_where_its_template_leaves_it() -> None:
+    # no prompt: the template prefills `<think>` with thinking on (issue 14, item 3)
+    assert _start("deepseek_v41", None) == (True, True)
+    assert _start("deepseek_v41", None, thinking=False) == (False, False)
+    assert _start("deepseek_v41", "user: hi\nassistant:") == (True, False)
 
 
 def test_prefilled_opener_wins_over_a_request_that_turned_thinking_off() -> None:

@@ -98,7 +98,8 @@ CASES = [
         "glm",
         "glm47",
         "glm45",
-        "The user wants weather.</think>I'll check the weather for you. <tool_call>get_weather"
+        "<think>The user wants weather.</think>I'll check the weather for you. "
+        "<tool_call>get_weather"
         "<arg_key>location</arg_key><arg_value>Paris</arg_value><arg_key>days</arg_key>"
         "<arg_value>4</arg_value></tool_call>",
         "legacy_jail",

@@ -97,6 +97,11 @@ class Lossless:
     prompt: str | None = None  # e.g. a prompt that does not prefill reasoning
     # output starts inside reasoning (forced families): the test opens with `text` + close
     lead_reasoning: bool = False
+    # calls that must not parse (blank name, broken header, no tool name): their text is content,
+    # only the family's markup (`markup`, a regex) may be dropped from it (docs/parsers.md,
+    # "Content hygiene")
+    broken: tuple[str, ...] = ()
+    markup: str = r"<[^<>]*>"
 
 
 def _modules() -> list[Any]:

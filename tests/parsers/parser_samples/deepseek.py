@@ -92,8 +92,9 @@ SAMPLES: list[Sample] = [
 
 OPENERS: list[Opener] = [
     Opener(V4, V4, f"<{BAR}DSML{BAR}tool_calls>", thinking=False),
-    Opener(V41, V41, f"<{BAR}DSML{BAR} calls>"),
-    Opener(V41, V41, "<think>", is_call=False),
+    # a prompt without the `<think>` prefill (without one V4.1 starts inside it, issue 14 item 3)
+    Opener(V41, V41, f"<{BAR}DSML{BAR} calls>", prompt="<｜User｜>hi\n<｜Assistant｜>"),
+    Opener(V41, V41, "<think>", prompt="<｜User｜>hi\n<｜Assistant｜>", is_call=False),
 ]
 
 LOSSLESS: list[Lossless] = [
@@ -110,6 +111,7 @@ LOSSLESS: list[Lossless] = [
         ),
         quoted=(f"<{BAR}DSML{BAR}tool_calls>", "<think>", "</think>"),
         lead_reasoning=True,
+        broken=(dsml([("", [("a", "x", True)])]),),
     ),
     Lossless(
         V41,
@@ -120,5 +122,7 @@ LOSSLESS: list[Lossless] = [
         ),
         quoted=(f"<{BAR}DSML{BAR} calls>", "<think>"),
         generations=(2,),
+        lead_reasoning=True,  # no prompt: the output starts in the template's `<think>`
+        broken=(dsml([("", [("a", "x", True)])], v41=True),),
     ),
 ]

@@ -87,5 +87,6 @@ LOSSLESS: list[Lossless] = [
         ),
         reasoning=None,
         quoted=("<|tool_call>",),
+        broken=("<|tool_call>call:{a:1}<tool_call|>", "<|tool_call>call:{}<tool_call|>"),
     ),
 ]

@@ -101,5 +101,9 @@ LOSSLESS: list[Lossless] = [
             CallPiece("<tool_call>noop\n</tool_call>", "noop", {}),
         ),
         quoted=("<tool_call>", "<think>", "</think>"),
+        broken=(
+            "<tool_call></tool_call>",
+            "<tool_call>\n<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>",
+        ),
     ),
 ]

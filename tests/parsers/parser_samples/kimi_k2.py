@@ -169,6 +169,7 @@ LOSSLESS: list[Lossless] = [
         ),
         reasoning=None,
         quoted=(SB, "<|tool_call_begin|>"),
+        broken=(SB + call("functions.:0", "{}") + SE,),
     ),
     Lossless(
         T,
@@ -176,5 +177,6 @@ LOSSLESS: list[Lossless] = [
         (CallPiece(SB + call("functions.f:0", '{"a": "b"}') + SE, "f", {"a": "b"}),),
         quoted=(SB, "<think>"),
         prompt=CLOSED,
+        broken=(call("functions.:0", "{}"),),
     ),
 ]

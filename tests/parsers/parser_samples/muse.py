@@ -123,5 +123,13 @@ LOSSLESS: list[Lossless] = [
         reasoning=("<|start|>assistant to=self<|message|>", "<|eom|>"),
         quoted=("<|start|>", "<|start|>assistant to=get_weather<|message|>", "<|message|>"),
         generations=V2,
+        broken=(
+            tool_message(
+                "f",
+                '<atem:invoke name=""><atem:parameter name="a">1</atem:parameter></atem:invoke>',
+            )
+            + "<|eom|>",
+        ),
+        markup=r"<\|start\|>[^<]*|<\|(?:message|eom|eot)\|>|<[^<>]*>",
     ),
 ]

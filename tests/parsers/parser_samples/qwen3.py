@@ -69,6 +69,7 @@ LOSSLESS: list[Lossless] = [
             CallPiece('<tool_call>{"name":"noop","arguments":{}}</tool_call>', "noop", {}),
         ),
         quoted=("<tool_call>", "<think>", "</think>"),
+        broken=('<tool_call>{"name": ""}</tool_call>', "<tool_call>not json</tool_call>"),
     ),
 ]
 
@@ -206,7 +207,15 @@ LOSSLESS += [
                 {"note": "Zürich"},
             ),
             CallPiece("<function=ping>\n</function>", "ping", {}),
+            # a newline inside the function tag (issue 14's two-way split reproducer)
+            CallPiece(
+                "<tool_call>\n<function=get_weather\n>\n<parameter=city>\nParis\n</parameter>\n"
+                "</function>\n</tool_call>",
+                "get_weather",
+                {"city": "Paris"},
+            ),
         ),
         quoted=("<tool_call>", "<function=", "<think>"),
+        broken=("<tool_call>\n<function=>\n</function>\n</tool_call>",),
     ),
 ]
