@@ -14,13 +14,24 @@ functions (hermes + qwen3, V1): validate the chat request, render the prompt, de
 plan, send the engine the body built from it, parse the engine's output and send back the
 OpenAI JSON. That is the least a Python sidecar doing this work adds here, whatever its
 HTTP server, client and plumbing.
+
+The work includes what any correct HTTP/1.1 proxy does, so `--work` does it too, the least
+way: the client's request and the engine's response are parsed by httptools (llhttp, the
+parser the sidecar's server and engine client use; the bare floor's `_framed` only finds a
+Content-Length body and would misread chunked bodies, pipelined or split requests), each
+response gets a unique id and the creation time (`chatcmpl-<random>`, as the OpenAI API
+requires), and reads go into one reused buffer (`asyncio.BufferedProtocol`, as the sidecar
+reads: a plain `Protocol` allocates 256 KiB per read, which made this floor slower than it
+needs to be). Earlier the floor skipped the parsing and the id, so "the same work" was not.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
+import time
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -113,11 +124,63 @@ def bench_sidecar() -> Sidecar:
     return Sidecar(config, VLLMAdapter(), template)
 
 
-class _Working(_Client):
+_BUFFER = memoryview(bytearray(65536))  # one receive buffer for every connection (one thread)
+
+
+class _ParsedEngine(asyncio.BufferedProtocol):
+    """`--work`'s engine connection: each response parsed by httptools."""
+
+    def __init__(self) -> None:
+        import httptools
+
+        self.transport: asyncio.Transport | None = None
+        self.waiter: asyncio.Future[bytes] | None = None
+        self._new = httptools.HttpResponseParser
+        self._parser: httptools.HttpResponseParser | None = None
+        self._body: list[bytes] = []
+        self._headers: list[tuple[bytes, bytes]] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def request(self, data: bytes) -> asyncio.Future[bytes]:
+        assert self.transport is not None
+        self.transport.write(data)
+        self._parser = self._new(self)
+        self._body, self._headers = [], []
+        self.waiter = asyncio.get_running_loop().create_future()
+        return self.waiter
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return _BUFFER
+
+    def buffer_updated(self, nbytes: int) -> None:
+        assert self._parser is not None
+        self._parser.feed_data(_BUFFER[:nbytes])
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._headers.append((name, value))
+
+    def on_body(self, body: bytes) -> None:
+        self._body.append(body)
+
+    def on_message_complete(self) -> None:
+        assert self.waiter is not None
+        self.waiter.set_result(b"".join(self._body))
+
+
+class _Working(asyncio.BufferedProtocol):
     """`--work`: the sidecar's own work around the same hop (see the module docstring)."""
 
-    def __init__(self, engine: _Engine, path: str) -> None:
-        super().__init__(engine, b"")
+    def __init__(self, engine: _ParsedEngine, path: str) -> None:
+        import httptools
+
+        self.engine = engine
+        self.transport: asyncio.Transport | None = None
+        self._parser = httptools.HttpRequestParser(self)
+        self._body: list[bytes] = []
+        self._headers: list[tuple[bytes, bytes]] = []
         self.path = path
         self.sidecar = bench_sidecar()
         from sidecar.asgi import dumps
@@ -127,19 +190,42 @@ class _Working(_Client):
         self.dumps, self.completion = dumps, completion
         self.parser_for, self.parse_whole = parser_for, parse_whole
 
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return _BUFFER
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self._parser.feed_data(_BUFFER[:nbytes])
+
+    def on_message_begin(self) -> None:
+        self._body, self._headers = [], []
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._headers.append((name, value))
+
+    def on_body(self, body: bytes) -> None:
+        self._body.append(body)
+
+    def on_message_complete(self) -> None:
+        body = b"".join(self._body)
+        asyncio.get_running_loop().create_task(self.answer(body))
+
     async def answer(self, body: bytes) -> None:
         dumps = self.dumps
-        assert self.engine.transport is not None and self.transport is not None
+        assert self.transport is not None
         request, plan, engine_request = self.sidecar.prepare(body)
         adapter = self.sidecar.engine.adapter
         payload = dumps(adapter.build_body(engine_request))
-        self.engine.waiter = asyncio.get_running_loop().create_future()
-        self.engine.transport.write(_post(self.path, payload))
+        waiter = self.engine.request(_post(self.path, payload))
         parser = self.parser_for(plan)  # while the engine works, as the sidecar does
-        event = adapter.decode_response(json.loads(await self.engine.waiter))
+        response_id, created = f"chatcmpl-{os.urandom(16).hex()}", int(time.time())
+        event = adapter.decode_response(json.loads(await waiter))
         message = self.parse_whole(plan, event.text, event.finish_reason or "stop", parser)
         model = request.model or "bench"
-        reply = dumps(self.completion("chatcmpl-0", 0, model, message, event.usage))
+        reply = dumps(self.completion(response_id, created, model, message, event.usage))
         self.transport.write(
             b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\nx-parser-route: "
             + plan.route.encode()
@@ -152,13 +238,13 @@ class _Working(_Client):
 
 async def serve(engine_port: int, port: int, path: str, body: bytes, work: bool) -> None:
     loop = asyncio.get_running_loop()
-    _, engine = await loop.create_connection(_Engine, "127.0.0.1", engine_port)
-    request = _post(path, body)
-    server = await loop.create_server(
-        (lambda: _Working(engine, path)) if work else (lambda: _Client(engine, request)),
-        "127.0.0.1",
-        port,
-    )
+    if work:
+        _, parsed = await loop.create_connection(_ParsedEngine, "127.0.0.1", engine_port)
+        server = await loop.create_server(lambda: _Working(parsed, path), "127.0.0.1", port)
+    else:
+        _, engine = await loop.create_connection(_Engine, "127.0.0.1", engine_port)
+        request = _post(path, body)
+        server = await loop.create_server(lambda: _Client(engine, request), "127.0.0.1", port)
     await server.serve_forever()
 
 

@@ -132,36 +132,44 @@ class Sidecar:
             chat, plan, engine_request = self.prepare(raw)
             route, stream = plan.route, chat.stream
             self.metrics.route(route)
-            factory = ChunkFactory(
-                id=f"chatcmpl-{os.urandom(16).hex()}",
-                created=int(time.time()),
-                model=self._served_name(chat.model),
-                include_usage=chat.include_usage,
-            )
-            # The parser is built once the engine request is written, while the engine works.
+            # The parser and the response's id are made once the engine request is written,
+            # while the engine works: they are not needed before its answer.
             parser: list[StreamParser] = []
+            factories: list[ChunkFactory] = []
 
-            def build_parser() -> None:
+            def after_write() -> None:
                 parser.append(parser_for(plan))
+                factories.append(
+                    ChunkFactory(
+                        id=f"chatcmpl-{os.urandom(16).hex()}",
+                        created=int(time.time()),
+                        model=self._served_name(chat.model),
+                        include_usage=chat.include_usage,
+                    )
+                )
 
             if chat.stream:
-                engine_stream = await self.engine.open_stream(engine_request, build_parser)
-                await self._stream(receive, send, engine_stream, parser[0], factory, started, route)
+                engine_stream = await self.engine.open_stream(engine_request, after_write)
+                await self._stream(
+                    receive, send, engine_stream, parser[0], factories[0], started, route
+                )
                 return
             with DisconnectWatch(receive) as watch:
-                event = await self.engine.complete(engine_request, build_parser)
+                event = await self.engine.complete(engine_request, after_write)
             if watch.gone:  # the engine request was cancelled (its connection closed)
                 self.metrics.done(499, time.perf_counter() - started, False, "client_disconnected")
                 return
-            if event.usage is not None:
-                self.metrics.tokens(event.usage.prompt_tokens, event.usage.completion_tokens)
             message = parse_whole(plan, event.text, event.finish_reason or "stop", parser[0])
+            factory = factories[0]
             body = completion(
                 factory.id, factory.created, factory.model, message, event.usage, event.stop_reason
             )
             elapsed = time.perf_counter() - started
             await send_json(send, 200, body, [(ROUTE_HEADER_BYTES, route.encode())])
-            self.metrics.done(200, elapsed, stream=False)  # after the response left
+            # Bookkeeping after the response left: it is not the client's wait.
+            if event.usage is not None:
+                self.metrics.tokens(event.usage.prompt_tokens, event.usage.completion_tokens)
+            self.metrics.done(200, elapsed, stream=False)
             return
         except InvalidRequest as exc:
             error = APIError(400, exc.message, param=exc.param, code=exc.code)

@@ -555,8 +555,10 @@ class Client:
         method: str = "GET",
     ) -> Head:
         """Write the request, call `meanwhile`, wait for the final response head."""
-        conn.expect(method)
         conn.send(data)
+        # The response parser is made once the request is on its way (no byte of the answer
+        # can be read before this task yields to the event loop).
+        conn.expect(method)
         if meanwhile is not None:
             meanwhile()
         while conn.head is None or conn.protocol_error is not None:

@@ -74,6 +74,15 @@ def test_models_live_and_metrics(deployment: Deployment) -> None:
     assert ttft and float(ttft[0].split()[-1]) >= 1
 
 
+def test_responses_carry_a_date_but_no_server_header(deployment: Deployment) -> None:
+    """`server_header=False` (docs/sidecar.md, Performance): the implementation is not
+    announced; the `date` header an origin server with a clock sends stays."""
+    response = httpx.get(deployment.sidecar() + "/live", timeout=10)
+    assert response.status_code == 200
+    assert "date" in response.headers
+    assert "server" not in response.headers, response.headers
+
+
 def test_health_follows_the_engine(deployment: Deployment) -> None:
     url = deployment.sidecar()
     assert httpx.get(f"{url}/health").status_code == 200
