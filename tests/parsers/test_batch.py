@@ -298,6 +298,7 @@ def test_generated_gemma4(pieces: list[str]) -> None:
         ("glm47", "glm", "_whole_call"),
         ("gemma4", "gemma4", "_whole_call"),
         ("kimi_k2", "kimi_k2", "_whole_section"),
+        ("deepseek_v4", "dsml", "_plain_invoke"),
     ],
 )
 def test_whole_reader_taken(
@@ -488,6 +489,34 @@ def test_dsml_each_value(value: str) -> None:
             text = f'{t}tool_calls>\n{t}invoke name="f">\n{param}\n{c}invoke>\n{c}tool_calls>'
             kw = {**FAMILY_KW["deepseek_v4"], "tools": DSML_TOOLS}
             FAST["deepseek_v4"].assert_same_everywhere(text, kw)
+
+
+# invokes next to the one-regex reader's shape (`dsml._plain_invoke`): repeated keys, a
+# wrapper first, V4.1 and mixed spellings, an empty invoke, tag heads in values, odd attributes
+DSML_NEAR_PLAIN = [
+    '<P name="a" string="true">1</Q><P name="a" string="false">2</Q>',
+    '<P name="arguments" string="false">{"a": "x", "n": 2}</Q>',
+    '<P name="n" string="false">2</Q><P name="arguments" string="false">{"a": 1}</Q>',
+    '<P name="a">x<｜DSML｜invoke</Q>',
+    '<P name="a" string="TRUE"> 1 </Q>',
+    '<P name="a" string="true" >1</Q>',
+    '<P name="" string="true">1</Q>',
+    '<P name="n" string="false">\n 3\t</Q><P name="k">[1, "a"]</Q>',
+    "",
+]
+
+
+@pytest.mark.parametrize("params", DSML_NEAR_PLAIN)
+@pytest.mark.parametrize("family", ["deepseek_v4", "deepseek_v41"])
+def test_dsml_near_plain(params: str, family: str) -> None:
+    for sep in ("", " "):
+        t, c = f"<{BAR}DSML{BAR}{sep}", f"</{BAR}DSML{BAR}{sep}"
+        body = params.replace("<P", f"{t}parameter").replace("</Q>", f"{c}parameter>")
+        for block in ("tool_calls", "calls"):
+            invoke = f'{t}invoke name="f">\n{body}\n{c}invoke>'
+            text = f"{t}{block}>\n{invoke}\n{invoke}{c}{block}>"
+            for tools in (None, [*DSML_TOOLS, tool("g", a="string")]):
+                FAST[family].assert_same_everywhere(text, {**FAMILY_KW[family], "tools": tools})
 
 
 @settings(max_examples=300, deadline=None)
