@@ -299,6 +299,7 @@ def test_generated_gemma4(pieces: list[str]) -> None:
         ("gemma4", "gemma4", "_whole_call"),
         ("kimi_k2", "kimi_k2", "_whole_section"),
         ("deepseek_v4", "dsml", "_plain_invoke"),
+        ("qwen3_coder", "qwen3_coder", "_plain_function"),
     ],
 )
 def test_whole_reader_taken(
@@ -393,7 +394,8 @@ CODER_TOOLS = [tool("f", a="string", n="integer", s={"type": ["string", "null"]}
 CODER_VALUES = [
     "x", "\nx\n", "\n\nx\n\n", "", "null", "None", "42", "42.0", "{'k': 'v'}", '{"k": 1}',
     "a</parameter>b", "a\n<parameter=n>\n1\n</parameter>\nb", "</parameter", "é & <b>",
-    "a</function>", "<tool_call>x</tool_call>",
+    "a</function>", "<tool_call>x</tool_call>", "NULL", "\nNONE\n", "\n", "nul", "a<function=g>",
+    " 7 ", "true",
 ]
 # fmt: on
 
@@ -423,6 +425,31 @@ def test_generated_qwen3_coder(pieces: list[str]) -> None:
     FAST["qwen3_coder"].assert_same_everywhere(text)
     kw = {**FAMILY_KW["qwen3_coder"], "tools": CODER_TOOLS}
     FAST["qwen3_coder"].assert_same_everywhere(text, kw)
+
+
+# blocks next to the one-regex reader's shape (`qwen3_coder._plain_function`): repeated and
+# undeclared keys, names with blanks or braces, blanks in keys, several functions
+CODER_NEAR_PLAIN = [
+    "<function=f>\n<parameter=a>\n1\n</parameter>\n<parameter=a>\n2\n</parameter>\n</function>",
+    "<function=f>\n<parameter=k>\n1\n</parameter>\n<parameter=n>\n2\n</parameter>\n</function>",
+    "<function=f>\n<parameter=n>\n1\n</parameter>\n<parameter=k>\n2\n</parameter>\n</function>",
+    "<function= f >\n<parameter= n >\n1\n</parameter>\n</function>",
+    "<function=f\u00a0>\n<parameter=n>1</parameter>\n</function>",
+    "<function={{f}}>\n<parameter=n>1</parameter>\n</function>",
+    "<function=f></function><function=g><parameter=x>y</parameter></function>",
+    "<function=f>\n<parameter=s>None</parameter>\n<parameter=o>{'k': 1}</parameter></function>",
+    "<function=f>"
+    + "".join(f"<parameter=x{i}>{i}</parameter>\n" for i in range(6))
+    + "</function>",
+]
+
+
+@pytest.mark.parametrize("block", CODER_NEAR_PLAIN)
+def test_qwen3_coder_near_plain(block: str) -> None:
+    for tools in (None, CODER_TOOLS):
+        for text in (f"<tool_call>\n{block}\n</tool_call>", f"<tool_call>{block}x"):
+            kw = {**FAMILY_KW["qwen3_coder"], "tools": tools}
+            FAST["qwen3_coder"].assert_same_everywhere(text, kw)
 
 
 @pytest.mark.parametrize("value", CODER_VALUES)
