@@ -225,7 +225,8 @@ GLM_LAYOUT = st.sampled_from(["", "\n", " ", "\\n", "\n\\n ", "x"])
 # fmt: off
 GLM_VALUES = [
     "", " ", "1", " 2 ", '{"a": 1}', "[1, 2]", "null", "a & b", "&amp;", '"q"', "Zürich",
-    "\n x \n", "true", "1e999", '[{\\"id\\": 1}]', "rust, go", "<b>",
+    "\n x \n", "true", "1e999", '[{\\"id\\": 1}]', "rust, go", "<b>", " \n", "\r\n\n",
+    '\t{"a": 1} ', "\n[1]\n", " x", "a\\n", "a</arg_key>b", "<arg_key>",
 ]
 # fmt: on
 GLM_VALUE = st.sampled_from(GLM_VALUES)
@@ -295,7 +296,7 @@ def test_generated_gemma4(pieces: list[str]) -> None:
 @pytest.mark.parametrize(
     ("family", "module", "reader"),
     [
-        ("glm47", "glm", "_whole_call"),
+        ("glm47", "glm", "_plain_call"),
         ("gemma4", "gemma4", "_whole_call"),
         ("kimi_k2", "kimi_k2", "_whole_section"),
         ("deepseek_v4", "dsml", "_plain_invoke"),
@@ -337,7 +338,10 @@ def test_glm_each_value(value: str) -> None:
         text = (
             f"<tool_call>f\n<arg_key>{key}</arg_key>\n<arg_value>{value}</arg_value>\n</tool_call>"
         )
-        FAST["glm47"].assert_same_everywhere(text, {**FAMILY_KW["glm47"], "tools": GLM_TOOLS})
+        for tools in (None, GLM_TOOLS):
+            FAST["glm47"].assert_same_everywhere(text, {**FAMILY_KW["glm47"], "tools": tools})
+    pair = f"<arg_key>a</arg_key><arg_value>{value}</arg_value>"
+    FAST["glm47"].assert_same_everywhere(f"<tool_call>f{pair}{pair}</tool_call>")  # repeated
 
 
 @st.composite
