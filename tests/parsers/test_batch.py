@@ -265,6 +265,8 @@ GEMMA_VALUES = [
     f"{Q}x{Q}", f"{Q}{Q}", f'{Q}a "b" \\ é\n<{Q}', f"{Q}<tool_call|>{Q}", "1", "-0", "2.50",
     "1e5", "01", "+1", "1.", "true", "TRUE", "false", "null", "None", "nil", "word", " 3 ",
     "", f"[{Q}C{Q},{Q}F{Q}]", "[1,2]", "[]", "[1,]", "[ 1]", "{a:1}", f"{Q}x", "[[1]]",
+    f'{Q}say "hi"{Q}', f"{Q},k:1,{{a:{Q}", f"{Q}x<|{Q}", f'[{Q}"a"{Q},1,{Q}b:c{Q}]', f"{Q}\t{Q}",
+    f'{Q}"{Q}', f"{Q}<|{Q}", f"{Q}|>{Q}",
 ]
 # fmt: on
 GEMMA_VALUE = st.sampled_from(GEMMA_VALUES)
@@ -297,7 +299,7 @@ def test_generated_gemma4(pieces: list[str]) -> None:
     ("family", "module", "reader"),
     [
         ("glm47", "glm", "_plain_call"),
-        ("gemma4", "gemma4", "_whole_call"),
+        ("gemma4", "gemma4", "_plain_call"),
         ("kimi_k2", "kimi_k2", "_whole_section"),
         ("deepseek_v4", "dsml", "_plain_invoke"),
         ("qwen3_coder", "qwen3_coder", "_plain_function"),
