@@ -648,11 +648,16 @@ def _tagged_function(
 # a string; `_convert`'s types), written by one `dumps` of the dict (the encoder `ArgsJson`
 # and the sinks use: equal bytes when no key repeats).
 _PLAIN_VALUE = r"[^<]*(?:<(?!/?(?:parameter|function|tool_call))[^<]*)*"
+_PLAIN_PARAM = rf"[ \t\r\n]*<parameter=([^>]*)>({_PLAIN_VALUE})</parameter>"
+# the first `_PLAIN_GROUPS` parameters captured by the match itself (possessive: a block that
+# does not match fails without retrying other splits), any further ones by `_PLAIN_PARAMS`
+_PLAIN_GROUPS = 8
 _PLAIN_FUNCTION = re.compile(
-    rf"<function=([^<>{{}}\s]+)>((?:[ \t\r\n]*<parameter=[^>]*>{_PLAIN_VALUE}</parameter>)*)"
-    r"[ \t\r\n]*</function>"
+    r"<function=([^<>{}\s]+)>"
+    + rf"(?:{_PLAIN_PARAM})?+" * _PLAIN_GROUPS
+    + rf"((?:[ \t\r\n]*<parameter=[^>]*>{_PLAIN_VALUE}</parameter>)*+)[ \t\r\n]*</function>"
 )
-_PLAIN_PARAMS = re.compile(rf"<parameter=([^>]*)>({_PLAIN_VALUE})</parameter>")
+_PLAIN_PARAMS = re.compile(_PLAIN_PARAM)
 _NULL_WORDS = {"": (), "null": ("null",), "null_none": ("null", "none")}
 
 
@@ -662,8 +667,13 @@ def _plain_function(
     m = _PLAIN_FUNCTION.match(text, i)
     if m is None:
         return None
-    name = m.group(1)
-    params = _PLAIN_PARAMS.findall(m.group(2))
+    groups = m.groups()
+    name = groups[0]
+    params: list[tuple[str, str]] = [
+        (k, v) for k, v in zip(groups[1:-1:2], groups[2:-1:2], strict=True) if k is not None
+    ]
+    if groups[-1]:
+        params += _PLAIN_PARAMS.findall(groups[-1])
     declared = name in ctx.schemas
     names = _param_names(ctx, name) if declared else None
     args: dict[str, Any] = {}
@@ -671,13 +681,13 @@ def _plain_function(
         key = raw_key.strip()
         if names is not None and key not in names:
             return None  # an undeclared key: `_close_ends` probes further
-        value = raw[1:] if raw.startswith("\n") else raw
-        if value.endswith("\n"):
+        value = raw[1:] if raw[:1] == "\n" else raw
+        if value[-1:] == "\n":
             value = value[:-1]
         _, nulls, conv = _convert(ctx, name, key) if declared else (True, "null", None)
         if conv is not None:
             args[key] = conv(value)
-        elif value.lower() in _NULL_WORDS[nulls]:
+        elif len(value) == 4 and value.lower() in _NULL_WORDS[nulls]:
             args[key] = None
         else:
             args[key] = value

@@ -447,6 +447,9 @@ CODER_NEAR_PLAIN = [
     "<function=f>"
     + "".join(f"<parameter=x{i}>{i}</parameter>\n" for i in range(6))
     + "</function>",
+    "<function=f>"
+    + "".join(f"<parameter=y{i}>\n{i}\n</parameter>" for i in range(11))
+    + "</function>",
 ]
 
 
