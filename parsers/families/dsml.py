@@ -434,6 +434,15 @@ def _whole_block(text: str, pos: int, block: str, ctx: CallContext) -> BatchCall
     calls: list[tuple[str | None, str, str]] = []
     i = pos
     while True:  # between invokes
+        if calls:
+            close = _PLAIN_CLOSE.match(text, i)
+            if close is not None and close.group(1) == block:
+                return calls, close.end()
+        plain = _plain_invoke(text, i, ctx)
+        if plain is not None:
+            calls.append(plain[0])
+            i = plain[1]
+            continue
         m = _whole_tag(text, i)
         if m is None:
             return None
@@ -480,3 +489,48 @@ def _whole_tag(text: str, i: int) -> re.Match[str] | None:
     """The DSML tag after the blanks at `i`, within `_next_tag`'s window."""
     j = _BLANK_RUN.match(text, i).end()  # type: ignore[union-attr]
     return _TAG.match(text, j, j + _MAX_TAG + 1)
+
+
+# An invoke in the plainest shape, read by one regex: `name` and (optionally) `string`
+# attributes exactly so, each value free of DSML tag heads (so its own close is the first
+# `_VALUE_END`) and ended by its close, tags no longer than `_next_tag`'s window. The same
+# values as the tag-by-tag reader with its sinks (trimmed blanks; string text, else
+# `_json_or_text`), written by one `dumps` of the dict (the same encoder as `ArgsJson` and
+# the sinks: equal bytes when no key repeats). Anything else: the tag-by-tag reader.
+_T = re.escape(TOKEN)
+_PLAIN_VALUE = rf"[^<]*(?:<(?!/?{_T})[^<]*)*"
+_PLAIN_PARAM = (
+    rf'<{_T} ?parameter name="([^">]{{1,256}})"(?: string="(true|false)")?>'
+    rf"({_PLAIN_VALUE})</{_T} ?parameter>"
+)
+_PLAIN_INVOKE = re.compile(
+    rf'[ \t\r\n]*<{_T} ?invoke name="([^">]{{1,256}})">'
+    rf"((?:[ \t\r\n]*{_PLAIN_PARAM})*)[ \t\r\n]*</{_T} ?invoke>"
+)
+_PLAIN_PARAMS = re.compile(_PLAIN_PARAM)
+_PLAIN_CLOSE = re.compile(
+    rf"[ \t\r\n]*</{_T} ?([A-Za-z_]+)>"
+)  # a block's close, as `_TAG` reads it
+
+
+def _plain_invoke(
+    text: str, i: int, ctx: CallContext
+) -> tuple[tuple[str | None, str, str], int] | None:
+    m = _PLAIN_INVOKE.match(text, i)
+    if m is None:
+        return None
+    tool = m.group(1)
+    params = _PLAIN_PARAMS.findall(m.group(2))
+    if params and params[0][0] in _WRAPPERS:
+        return None  # maybe unwrapped: the tag-by-tag reader's sinks decide
+    declared = tool in ctx.schemas
+    args: dict[str, Any] = {}
+    for key, string, raw in params:
+        value = raw.strip(_BLANKS)
+        if string == "true" or (declared and ctx.is_string_param(tool, key)):
+            args[key] = value
+        else:
+            args[key] = _json_or_text(value)
+    if len(args) != len(params):
+        return None  # a repeated key is written twice: the tag-by-tag reader does
+    return (None, tool, dumps(args)), m.end()

@@ -124,7 +124,9 @@ class Gemma4Tools(ToolGrammar):
     def batch_call(self, text: str, pos: int, start: str, ctx: CallContext) -> BatchCall | None:
         # the common shape read directly; anything else: the scanner fed the region at once
         stop = text.find(CALL_END, pos)
-        found = _whole_call(text, pos, stop) if stop != -1 else None
+        found = (
+            (_plain_call(text, pos, stop) or _whole_call(text, pos, stop)) if stop != -1 else None
+        )
         if found is not None:
             return [(None, *found)], stop + len(CALL_END)
         return scanned_region(self, text, pos, start, ctx)
@@ -204,6 +206,36 @@ def _whole_call(text: str, pos: int, stop: int) -> tuple[str, str] | None:
         return None
     out.append("}")
     return head.group(1), "".join(out)
+
+
+# The same shape checked by one regex, and when its strings hold nothing to escape but `"`
+# (no backslash, no control character) rewritten with string operations instead of value by
+# value: split at the delimiters (odd parts are string contents: each can only end at the
+# first delimiter, and the rest holds no `<`), keys quoted in the even parts (a key is the run
+# before each `:`, after `{` or `,`), `"` escaped in the odd ones, joined by `"`. The result is
+# `_whole_call`'s (punctuation and literals as written, strings by `escape_text`).
+_P_STR = r'<\|"\|>[^<]*(?:<(?!\|"\|>)[^<]*)*<\|"\|>'
+_P_ITEM = rf"(?:{_P_STR}|{_W_LITERAL.pattern})"
+_P_VALUE = rf"(?:{_P_ITEM}|\[(?:{_P_ITEM}(?:,{_P_ITEM})*)?\])"
+_P_PAIR = rf"[A-Za-z0-9_.\-]+:{_P_VALUE}"
+_P_CALL = re.compile(rf"call:([A-Za-z0-9_.\-]+)(\{{(?:{_P_PAIR}(?:,{_P_PAIR})*)?\}})")
+_P_ESCAPED = re.compile(r"[\\\x00-\x1f]")  # what `escape_text` writes other than `\"`
+_P_KEY_START = re.compile(r"(?<=[{,])(?=[A-Za-z0-9_.\-]+:)")
+
+
+def _plain_call(text: str, pos: int, stop: int) -> tuple[str, str] | None:
+    m = _P_CALL.fullmatch(text, pos, stop)
+    if m is None:
+        return None
+    body = m.group(2)
+    if _P_ESCAPED.search(body):
+        return None
+    parts = body.split(STRING_DELIM)
+    outside = _P_KEY_START.sub('"', "\x00".join(parts[0::2])).replace(":", '":')
+    parts[0::2] = outside.split("\x00")
+    if len(parts) > 1:
+        parts[1::2] = "\x00".join(parts[1::2]).replace('"', '\\"').split("\x00")
+    return m.group(1), '"'.join(parts)
 
 
 TOOLS = Gemma4Tools()

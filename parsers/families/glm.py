@@ -38,6 +38,7 @@ from parsers.families.xmlargs import (
     begin_call,
     end_call,
 )
+from parsers.jsonstream import dumps
 from parsers.scan import MarkerSet
 from parsers.schema import convert_value, is_string_type, loads_finite, primary_type
 
@@ -299,6 +300,9 @@ class GlmGrammar(ToolGrammar):
     # --- whole-output batch grammar (parsers.batch) ---
     def batch_call(self, text: str, pos: int, start: str, ctx: CallContext) -> BatchCall | None:
         # the common layout read directly; anything else: the scanner fed the region at once
+        plain = _plain_call(text, pos, ctx)
+        if plain is not None:
+            return plain
         stop = text.find(TOOL_CALL_END, pos)
         found = _whole_call(text[pos : stop + len(TOOL_CALL_END)], ctx) if stop != -1 else None
         if found is not None:
@@ -356,6 +360,55 @@ def _whole_call(region: str, ctx: CallContext) -> tuple[str, str] | None:
         out.append(sink.feed(region[i : close.start()]))
         out.append(sink.end())
         i = close.end() if close.group() == ARG_VALUE_END else close.start()
+
+
+# A call in the plainest shape, read by one regex at the region's start: a name without `<`,
+# `<arg_key>` pairs each with its own `</arg_value>` (values free of `</arg_value>` and
+# `</tool_call>`, keys of `<`), layout between them, then `</tool_call>`: what `_whole_call`
+# reads, with the values its sinks write (`newlines` trimmed; the sink `_PendingValue`
+# chooses), as one `dumps` of the dict (the encoder `ArgsJson` and the sinks use: equal bytes
+# when no key repeats). Anything else: `_whole_call`.
+_LAYOUT = r"(?:[ \t\r\n]|\\n)*"
+_PLAIN_VALUE = r"[^<]*(?:<(?!/arg_value>|/tool_call>)[^<]*)*"
+_PLAIN_PAIR = rf"<arg_key>([^<]*)</arg_key>{_LAYOUT}<arg_value>({_PLAIN_VALUE})</arg_value>"
+_PLAIN_CALL = re.compile(
+    rf"([^<]*)((?:<arg_key>[^<]*</arg_key>{_LAYOUT}<arg_value>{_PLAIN_VALUE}</arg_value>"
+    rf"{_LAYOUT})*)</tool_call>"
+)
+_PLAIN_PAIRS = re.compile(_PLAIN_PAIR)
+
+
+def _plain_call(text: str, pos: int, ctx: CallContext) -> BatchCall | None:
+    m = _PLAIN_CALL.match(text, pos)
+    if m is None:
+        return None
+    name = _strip_name(m.group(1))
+    if not name or "\n" in name or len(name) > _MAX_NAME:
+        return None
+    pairs = _PLAIN_PAIRS.findall(m.group(2))
+    declared = name in ctx.schemas
+    args: dict[str, Any] = {}
+    for raw_key, raw in pairs:
+        key = raw_key.strip()
+        value = raw.strip("\r\n")
+        first = raw.lstrip(" \t\r\n")[:1]
+        if declared:
+            args[key] = _plain_typed(value, first, ctx.param_schema(name, key))
+        else:
+            args[key] = _json_or_text(value) if first and first in '{["' else value
+    if len(args) != len(pairs):
+        return None  # a repeated key is written twice: `_whole_call` does
+    return [(None, name, dumps(args))], m.end()
+
+
+def _plain_typed(value: str, first: str, schema: Any) -> Any:
+    """The value `_PendingValue.choose`'s sink writes (`first`: its first non-blank)."""
+    t = primary_type(schema)
+    if not first or is_string_type(t):
+        return value
+    if first in '{["':
+        return _json_or_text(value)
+    return value if t is None else _typed(value, schema)
 
 
 TOOL_GRAMMARS: dict[str, AnyToolGrammar] = {"glm47": GlmGrammar()}

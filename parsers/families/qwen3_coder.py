@@ -35,6 +35,7 @@ from parsers.families.xmlargs import (
     begin_call,
     end_call,
 )
+from parsers.jsonstream import dumps
 from parsers.scan import MarkerSet
 from parsers.schema import convert_by_type, convert_value, primary_type, schema_types
 
@@ -571,51 +572,11 @@ def _whole_region(text: str, pos: int, ctx: CallContext) -> BatchCall | None:
     if not text.startswith(FUNCTION, i):
         return None
     while True:  # at `<function=`
-        i += len(FUNCTION)
-        end = text.find(">", i)
-        if end < 0:
+        found = _plain_function(text, i, ctx) or _tagged_function(text, i, ctx)
+        if found is None:
             return None
-        name = text[i:end].strip()
-        if not name or any(c in _NOT_IN_NAME for c in name):
-            return None
-        names = _param_names(ctx, name)
-        args = ArgsJson()
-        out = [ArgsJson.open()]
-        i = end + 1
-        while True:  # the body: parameters until `</function>` or `</tool_call>`
-            j = _BLANK_RUN.match(text, i).end()  # type: ignore[union-attr]
-            tag = _BODY_TAGS.match_at(text, j)
-            if tag is None:
-                return None
-            i = j + len(tag)
-            if tag != PARAMETER:
-                break
-            end = text.find(">", i)
-            if end < 0:
-                return None
-            key = text[i:end].strip()
-            mark = _VALUE_MARKS.search(text, end + 1)
-            if mark is None or mark.group() != PARAMETER_END:
-                return None
-            if not _close_ends(text, mark.end(), names, True, 0):
-                return None
-            prefix = args.key(key)
-            is_string, nulls, conv = _convert(ctx, name, key)
-            sink: ValueSink = (
-                StringValue(
-                    prefix,
-                    trim="one_newline",
-                    null_word=bool(nulls),
-                    none_word=nulls == "null_none",
-                )
-                if is_string
-                else RawValue(prefix, conv, trim="one_newline")
-            )
-            out.append(sink.feed(text[end + 1 : mark.start()]))
-            out.append(sink.end())
-            i = mark.end()
-        out.append(ArgsJson.close())
-        calls.append((None, name, "".join(out)))
+        call, i, tag = found
+        calls.append(call)
         if tag == TOOL_CALL_END:
             return calls, i
         j = _BLANK_RUN.match(text, i).end()  # type: ignore[union-attr]
@@ -624,3 +585,112 @@ def _whole_region(text: str, pos: int, ctx: CallContext) -> BatchCall | None:
         if not text.startswith(FUNCTION, j):
             return calls, i  # text after `</function>`: content (blanks at the end: layout)
         i = j
+
+
+def _tagged_function(
+    text: str, i: int, ctx: CallContext
+) -> tuple[tuple[str | None, str, str], int, str] | None:
+    """The `<function=` block at `i` read tag by tag: its call, the offset after the tag
+    that ended it and that tag (`</function>` or `</tool_call>`)."""
+    i += len(FUNCTION)
+    end = text.find(">", i)
+    if end < 0:
+        return None
+    name = text[i:end].strip()
+    if not name or any(c in _NOT_IN_NAME for c in name):
+        return None
+    names = _param_names(ctx, name)
+    args = ArgsJson()
+    out = [ArgsJson.open()]
+    i = end + 1
+    while True:  # the body: parameters until `</function>` or `</tool_call>`
+        j = _BLANK_RUN.match(text, i).end()  # type: ignore[union-attr]
+        tag = _BODY_TAGS.match_at(text, j)
+        if tag is None:
+            return None
+        i = j + len(tag)
+        if tag != PARAMETER:
+            break
+        end = text.find(">", i)
+        if end < 0:
+            return None
+        key = text[i:end].strip()
+        mark = _VALUE_MARKS.search(text, end + 1)
+        if mark is None or mark.group() != PARAMETER_END:
+            return None
+        if not _close_ends(text, mark.end(), names, True, 0):
+            return None
+        prefix = args.key(key)
+        is_string, nulls, conv = _convert(ctx, name, key)
+        sink: ValueSink = (
+            StringValue(
+                prefix,
+                trim="one_newline",
+                null_word=bool(nulls),
+                none_word=nulls == "null_none",
+            )
+            if is_string
+            else RawValue(prefix, conv, trim="one_newline")
+        )
+        out.append(sink.feed(text[end + 1 : mark.start()]))
+        out.append(sink.end())
+        i = mark.end()
+    out.append(ArgsJson.close())
+    return (None, name, "".join(out)), i, tag
+
+
+# A `<function=` block in the plainest shape, read by one regex: a name without blanks (so
+# `strip` keeps it) or `_NOT_IN_NAME` characters, parameters separated by
+# blanks, each value free of the tags `_VALUE_MARKS` holds (and of `<function`, `<tool_call`),
+# so it ends at its own `</parameter>`, then `</function>`. Its closes are structural when the
+# tool declares no parameters or every key is declared (`_close_ends`), else the tag-by-tag
+# reader decides. The same values as its sinks (one newline trimmed each side; null words of
+# a string; `_convert`'s types), written by one `dumps` of the dict (the encoder `ArgsJson`
+# and the sinks use: equal bytes when no key repeats).
+_PLAIN_VALUE = r"[^<]*(?:<(?!/?(?:parameter|function|tool_call))[^<]*)*"
+_PLAIN_PARAM = rf"[ \t\r\n]*<parameter=([^>]*)>({_PLAIN_VALUE})</parameter>"
+# the first `_PLAIN_GROUPS` parameters captured by the match itself (possessive: a block that
+# does not match fails without retrying other splits), any further ones by `_PLAIN_PARAMS`
+_PLAIN_GROUPS = 8
+_PLAIN_FUNCTION = re.compile(
+    r"<function=([^<>{}\s]+)>"
+    + rf"(?:{_PLAIN_PARAM})?+" * _PLAIN_GROUPS
+    + rf"((?:[ \t\r\n]*<parameter=[^>]*>{_PLAIN_VALUE}</parameter>)*+)[ \t\r\n]*</function>"
+)
+_PLAIN_PARAMS = re.compile(_PLAIN_PARAM)
+_NULL_WORDS = {"": (), "null": ("null",), "null_none": ("null", "none")}
+
+
+def _plain_function(
+    text: str, i: int, ctx: CallContext
+) -> tuple[tuple[str | None, str, str], int, str] | None:
+    m = _PLAIN_FUNCTION.match(text, i)
+    if m is None:
+        return None
+    groups = m.groups()
+    name = groups[0]
+    params: list[tuple[str, str]] = [
+        (k, v) for k, v in zip(groups[1:-1:2], groups[2:-1:2], strict=True) if k is not None
+    ]
+    if groups[-1]:
+        params += _PLAIN_PARAMS.findall(groups[-1])
+    declared = name in ctx.schemas
+    names = _param_names(ctx, name) if declared else None
+    args: dict[str, Any] = {}
+    for raw_key, raw in params:
+        key = raw_key.strip()
+        if names is not None and key not in names:
+            return None  # an undeclared key: `_close_ends` probes further
+        value = raw[1:] if raw[:1] == "\n" else raw
+        if value[-1:] == "\n":
+            value = value[:-1]
+        _, nulls, conv = _convert(ctx, name, key) if declared else (True, "null", None)
+        if conv is not None:
+            args[key] = conv(value)
+        elif len(value) == 4 and value.lower() in _NULL_WORDS[nulls]:
+            args[key] = None
+        else:
+            args[key] = value
+    if len(args) != len(params):
+        return None  # a repeated key is written twice: the tag-by-tag reader does
+    return (None, name, dumps(args)), m.end(), FUNCTION_END

@@ -225,7 +225,8 @@ GLM_LAYOUT = st.sampled_from(["", "\n", " ", "\\n", "\n\\n ", "x"])
 # fmt: off
 GLM_VALUES = [
     "", " ", "1", " 2 ", '{"a": 1}', "[1, 2]", "null", "a & b", "&amp;", '"q"', "Zürich",
-    "\n x \n", "true", "1e999", '[{\\"id\\": 1}]', "rust, go", "<b>",
+    "\n x \n", "true", "1e999", '[{\\"id\\": 1}]', "rust, go", "<b>", " \n", "\r\n\n",
+    '\t{"a": 1} ', "\n[1]\n", " x", "a\\n", "a</arg_key>b", "<arg_key>",
 ]
 # fmt: on
 GLM_VALUE = st.sampled_from(GLM_VALUES)
@@ -264,6 +265,8 @@ GEMMA_VALUES = [
     f"{Q}x{Q}", f"{Q}{Q}", f'{Q}a "b" \\ é\n<{Q}', f"{Q}<tool_call|>{Q}", "1", "-0", "2.50",
     "1e5", "01", "+1", "1.", "true", "TRUE", "false", "null", "None", "nil", "word", " 3 ",
     "", f"[{Q}C{Q},{Q}F{Q}]", "[1,2]", "[]", "[1,]", "[ 1]", "{a:1}", f"{Q}x", "[[1]]",
+    f'{Q}say "hi"{Q}', f"{Q},k:1,{{a:{Q}", f"{Q}x<|{Q}", f'[{Q}"a"{Q},1,{Q}b:c{Q}]', f"{Q}\t{Q}",
+    f'{Q}"{Q}', f"{Q}<|{Q}", f"{Q}|>{Q}",
 ]
 # fmt: on
 GEMMA_VALUE = st.sampled_from(GEMMA_VALUES)
@@ -295,9 +298,11 @@ def test_generated_gemma4(pieces: list[str]) -> None:
 @pytest.mark.parametrize(
     ("family", "module", "reader"),
     [
-        ("glm47", "glm", "_whole_call"),
-        ("gemma4", "gemma4", "_whole_call"),
+        ("glm47", "glm", "_plain_call"),
+        ("gemma4", "gemma4", "_plain_call"),
         ("kimi_k2", "kimi_k2", "_whole_section"),
+        ("deepseek_v4", "dsml", "_plain_invoke"),
+        ("qwen3_coder", "qwen3_coder", "_plain_function"),
     ],
 )
 def test_whole_reader_taken(
@@ -335,7 +340,10 @@ def test_glm_each_value(value: str) -> None:
         text = (
             f"<tool_call>f\n<arg_key>{key}</arg_key>\n<arg_value>{value}</arg_value>\n</tool_call>"
         )
-        FAST["glm47"].assert_same_everywhere(text, {**FAMILY_KW["glm47"], "tools": GLM_TOOLS})
+        for tools in (None, GLM_TOOLS):
+            FAST["glm47"].assert_same_everywhere(text, {**FAMILY_KW["glm47"], "tools": tools})
+    pair = f"<arg_key>a</arg_key><arg_value>{value}</arg_value>"
+    FAST["glm47"].assert_same_everywhere(f"<tool_call>f{pair}{pair}</tool_call>")  # repeated
 
 
 @st.composite
@@ -392,7 +400,8 @@ CODER_TOOLS = [tool("f", a="string", n="integer", s={"type": ["string", "null"]}
 CODER_VALUES = [
     "x", "\nx\n", "\n\nx\n\n", "", "null", "None", "42", "42.0", "{'k': 'v'}", '{"k": 1}',
     "a</parameter>b", "a\n<parameter=n>\n1\n</parameter>\nb", "</parameter", "é & <b>",
-    "a</function>", "<tool_call>x</tool_call>",
+    "a</function>", "<tool_call>x</tool_call>", "NULL", "\nNONE\n", "\n", "nul", "a<function=g>",
+    " 7 ", "true",
 ]
 # fmt: on
 
@@ -422,6 +431,34 @@ def test_generated_qwen3_coder(pieces: list[str]) -> None:
     FAST["qwen3_coder"].assert_same_everywhere(text)
     kw = {**FAMILY_KW["qwen3_coder"], "tools": CODER_TOOLS}
     FAST["qwen3_coder"].assert_same_everywhere(text, kw)
+
+
+# blocks next to the one-regex reader's shape (`qwen3_coder._plain_function`): repeated and
+# undeclared keys, names with blanks or braces, blanks in keys, several functions
+CODER_NEAR_PLAIN = [
+    "<function=f>\n<parameter=a>\n1\n</parameter>\n<parameter=a>\n2\n</parameter>\n</function>",
+    "<function=f>\n<parameter=k>\n1\n</parameter>\n<parameter=n>\n2\n</parameter>\n</function>",
+    "<function=f>\n<parameter=n>\n1\n</parameter>\n<parameter=k>\n2\n</parameter>\n</function>",
+    "<function= f >\n<parameter= n >\n1\n</parameter>\n</function>",
+    "<function=f\u00a0>\n<parameter=n>1</parameter>\n</function>",
+    "<function={{f}}>\n<parameter=n>1</parameter>\n</function>",
+    "<function=f></function><function=g><parameter=x>y</parameter></function>",
+    "<function=f>\n<parameter=s>None</parameter>\n<parameter=o>{'k': 1}</parameter></function>",
+    "<function=f>"
+    + "".join(f"<parameter=x{i}>{i}</parameter>\n" for i in range(6))
+    + "</function>",
+    "<function=f>"
+    + "".join(f"<parameter=y{i}>\n{i}\n</parameter>" for i in range(11))
+    + "</function>",
+]
+
+
+@pytest.mark.parametrize("block", CODER_NEAR_PLAIN)
+def test_qwen3_coder_near_plain(block: str) -> None:
+    for tools in (None, CODER_TOOLS):
+        for text in (f"<tool_call>\n{block}\n</tool_call>", f"<tool_call>{block}x"):
+            kw = {**FAMILY_KW["qwen3_coder"], "tools": tools}
+            FAST["qwen3_coder"].assert_same_everywhere(text, kw)
 
 
 @pytest.mark.parametrize("value", CODER_VALUES)
@@ -488,6 +525,34 @@ def test_dsml_each_value(value: str) -> None:
             text = f'{t}tool_calls>\n{t}invoke name="f">\n{param}\n{c}invoke>\n{c}tool_calls>'
             kw = {**FAMILY_KW["deepseek_v4"], "tools": DSML_TOOLS}
             FAST["deepseek_v4"].assert_same_everywhere(text, kw)
+
+
+# invokes next to the one-regex reader's shape (`dsml._plain_invoke`): repeated keys, a
+# wrapper first, V4.1 and mixed spellings, an empty invoke, tag heads in values, odd attributes
+DSML_NEAR_PLAIN = [
+    '<P name="a" string="true">1</Q><P name="a" string="false">2</Q>',
+    '<P name="arguments" string="false">{"a": "x", "n": 2}</Q>',
+    '<P name="n" string="false">2</Q><P name="arguments" string="false">{"a": 1}</Q>',
+    '<P name="a">x<｜DSML｜invoke</Q>',
+    '<P name="a" string="TRUE"> 1 </Q>',
+    '<P name="a" string="true" >1</Q>',
+    '<P name="" string="true">1</Q>',
+    '<P name="n" string="false">\n 3\t</Q><P name="k">[1, "a"]</Q>',
+    "",
+]
+
+
+@pytest.mark.parametrize("params", DSML_NEAR_PLAIN)
+@pytest.mark.parametrize("family", ["deepseek_v4", "deepseek_v41"])
+def test_dsml_near_plain(params: str, family: str) -> None:
+    for sep in ("", " "):
+        t, c = f"<{BAR}DSML{BAR}{sep}", f"</{BAR}DSML{BAR}{sep}"
+        body = params.replace("<P", f"{t}parameter").replace("</Q>", f"{c}parameter>")
+        for block in ("tool_calls", "calls"):
+            invoke = f'{t}invoke name="f">\n{body}\n{c}invoke>'
+            text = f"{t}{block}>\n{invoke}\n{invoke}{c}{block}>"
+            for tools in (None, [*DSML_TOOLS, tool("g", a="string")]):
+                FAST[family].assert_same_everywhere(text, {**FAMILY_KW[family], "tools": tools})
 
 
 @settings(max_examples=300, deadline=None)
