@@ -8,6 +8,7 @@ batch grammar."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,7 +27,15 @@ from parsers.plan import ParsePlan
 from parsers.types import ParsedMessage
 
 # families with a batch grammar: their bench text must take the path
-BATCH_FAMILIES = ("hermes", "glm47", "qwen3_coder", "deepseek_v4", "kimi_k2", "gemma4")
+BATCH_FAMILIES = (
+    "hermes",
+    "glm47",
+    "qwen3_coder",
+    "deepseek_v4",
+    "kimi_k2",
+    "gemma4",
+    "kimi_k3",
+)
 BENCH_FAMILIES = (
     "hermes",
     "qwen3_coder",
@@ -45,6 +54,7 @@ FAMILY_KW: dict[str, dict[str, Any]] = {
     "deepseek_v41": {"tool_parser": "deepseek_v41", "reasoning_parser": "deepseek_v41"},
     "kimi_k2": {"tool_parser": "kimi_k2", "reasoning_parser": "kimi_k25"},
     "gemma4": {"tool_parser": "gemma4", "reasoning_parser": "gemma4", "thinking": True},
+    "kimi_k3": {"tool_parser": "kimi_k3", "reasoning_parser": "kimi_k3"},
 }
 FAST = {name: FastPath(BatchPath, kw) for name, kw in FAMILY_KW.items()}
 
@@ -507,3 +517,159 @@ def test_kimi_k2_strings_canonical(value: Any, ascii_only: bool, slashes: bool) 
         "\\" not in t or json.dumps(json.loads(t), ensure_ascii=False) == t for t in tokens
     )
     assert _strings_canonical(text) == expected
+
+
+# --- Kimi K3 (a channel family: its own whole-output reader, `kimi_k3.batch_message`)
+
+K3_TOOLS = [tool("get_weather", city="string", days="integer"), tool("f", a="string")]
+
+
+def _k3(name: str, body: str, head: str = "") -> str:
+    return f"<|open|>{name}{head}<|sep|>{body}<|close|>{name}<|sep|>"
+
+
+# fmt: off
+K3_VALUES = [
+    "x", "", " ", "City 0 Zürich", "42", " 42 ", "-0", "007", "1e3", "3.50", "true", "null",
+    '{"a": [1, 2]}', "[1,", '"s"', "a\nb\t\"q\\", "\x01", "<b>&amp;</b>", "é & <x",
+    "Use `<|open|>` tags", "a<|close|>b", "<|end_of_msg|>", "<|open|>argument<|sep|>",
+    "99999999999999999999", "NaN",
+]
+K3_TYPES = [None, "string", "number", "integer", "boolean", "object", " Number ", "", "str&amp;"]
+# fmt: on
+K3_HEADS = [
+    ' tool="get_weather" index="1"',
+    ' tool="f" index="2"',
+    ' tool="f"',
+    ' tool="f" index="x"',
+    ' tool="f" index="1"',
+    ' tool="a&amp;b" index="3"',
+    ' tool=""',
+    ' tool=" "',
+    ' index="1" tool="f"',
+    ' tool="f"  index="1"',
+    " tool=f",
+    "",
+]
+
+
+@st.composite
+def k3_calls(draw: st.DrawFn) -> str:
+    """One call channel: mostly the shape the reader takes, some not (blanks inside markers,
+    other attribute orders, a second argument style, strays, missing closes)."""
+    odd = draw(st.integers(0, 5)) == 0
+    head = draw(st.sampled_from(K3_HEADS[:6] + (K3_HEADS[6:] if odd else [])))
+    body = ""
+    if draw(st.integers(0, 4)) == 0:
+        body += _k3("json", draw(st.sampled_from(['{"a": 1}', ' {"a" : "x"} ', "", " ", "[1"])))
+    else:
+        for _ in range(draw(st.integers(0, 3))):
+            key = draw(st.sampled_from(["city", "days", "a", "note", "", "k&quot;"]))
+            kind = draw(st.sampled_from(K3_TYPES))
+            attrs = f' key="{key}"' + ("" if kind is None else f' type="{kind}"')
+            if odd and draw(st.booleans()):
+                attrs = draw(st.sampled_from([f' type="x" key="{key}"', attrs + " ", " key=a"]))
+            body += draw(st.sampled_from(["", "\n", " "]))
+            body += _k3("argument", draw(st.sampled_from(K3_VALUES)), attrs)
+    if odd:
+        body += draw(
+            st.sampled_from(
+                [_k3("json", "{}"), "<|close|>argument<|sep|>", "text", "<|open|>think<|sep|>"]
+            )
+        )
+    out = _k3("call", body + draw(st.sampled_from(["", "\n"])), head)
+    if odd and draw(st.booleans()):
+        out = out.removesuffix("<|close|>call<|sep|>")
+    if odd and draw(st.booleans()):
+        out = out.replace("<|close|>argument<|sep|>", "<|close|> argument <|sep|>", 1)
+    return out
+
+
+@st.composite
+def k3_outputs(draw: st.DrawFn) -> str:
+    """Whole Kimi K3 outputs: think, response, tools channels and bare calls with blanks
+    between, stray and unknown markers, message ends, text after them; cut anywhere."""
+    prose = st.lists(
+        st.sampled_from(["Hi. ", "I'm ", '"q" ', "`", "`<|open|>tools<|sep|>`", "\n", " ",
+                         "<|open|>", "<|open|>x<|sep|>", "<|close|>", "é", "<|sep|>"]),
+        max_size=5,
+    ).map("".join)  # fmt: skip
+    pieces = []
+    for _ in range(draw(st.integers(1, 5))):
+        choice = draw(st.integers(0, 11))
+        if choice == 0:
+            pieces.append(_k3("think", draw(prose)))
+        elif choice == 1:
+            pieces.append(_k3("response", draw(prose)))
+        elif choice in (2, 3, 10, 11):
+            calls = draw(st.lists(k3_calls(), max_size=3))
+            sep = draw(st.sampled_from(["", "\n", " \n  "]))
+            pieces.append(_k3("tools", sep + sep.join(calls) + sep))
+        elif choice == 4:
+            pieces.append(draw(k3_calls()))
+        elif choice == 5:
+            pieces.append(draw(st.sampled_from(["\n", " ", "\t\r\n"])))
+        elif choice == 6:
+            pieces.append(draw(st.sampled_from(
+                ["<|close|>message<|sep|>", "<|end_of_msg|>", "<|close|>message<|sep|>tail",
+                 "<|close|>think<|sep|>", "<|open|>message<|sep|>", "<|open|>think<|sep|>",
+                 "<|open|>response<|sep|>", "<|close|>tools<|sep|>", "<|open|>nope<|sep|>",
+                 "<|open|> response <|sep|>", "<|open|>tools<|sep|>", "<|open|>response"]
+            )))  # fmt: skip
+        elif choice == 7 and draw(st.booleans()):
+            pieces.append(draw(prose))
+        else:
+            pieces.append(_k3("think", draw(prose)) + _k3("response", draw(prose)))
+    text = "".join(pieces)
+    if draw(st.integers(0, 4)) == 0:
+        text = text[: draw(st.integers(0, len(text)))]
+    return text
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(k3_outputs(), st.booleans())
+def test_generated_kimi_k3(text: str, tools: bool) -> None:
+    kw = {**FAMILY_KW["kimi_k3"], **({"tools": K3_TOOLS} if tools else {})}
+    FAST["kimi_k3"].assert_same_everywhere(text, kw)
+
+
+@pytest.mark.parametrize("value", K3_VALUES)
+def test_kimi_k3_each_value(value: str) -> None:
+    """Every value under every type attribute, declared string or not (`city` is declared
+    a string, `days` an integer, `note` not at all)."""
+    for key in ("city", "days", "note"):
+        for kind in K3_TYPES:
+            attrs = f' key="{key}"' + ("" if kind is None else f' type="{kind}"')
+            call = _k3("call", _k3("argument", value, attrs), ' tool="get_weather" index="1"')
+            text = _k3("response", "ok") + _k3("tools", call) + "<|end_of_msg|>"
+            kw = {**FAMILY_KW["kimi_k3"], "tools": K3_TOOLS}
+            FAST["kimi_k3"].assert_same_everywhere(text, kw)
+
+
+def test_kimi_k3_bench_cuts() -> None:
+    """The bench text cut at every marker edge and inside each value: never repaired."""
+    text, kw, _ = bench_text("kimi_k3", units=2)
+    cuts = {m.start() for m in re.finditer(r"<\|", text)}
+    cuts |= {m.end() for m in re.finditer(r"\|>", text)}
+    cuts |= {i + 3 for i in list(cuts)}
+    for cut in sorted(cuts):
+        for prompt in ({}, {"prompt": "<|open|>think<|sep|>"}):
+            fast, slow = FAST["kimi_k3"].both(text[:cut], {**kw, **prompt, "generation": 2})
+            assert fast == slow, cut
+
+
+def test_kimi_k3_reader_decides(taken: list[bool]) -> None:
+    """Taken on the common shapes (ids from `index`, made unique; a json channel's bytes
+    kept), and the engine's for a cut call and a stray marker."""
+    call = _k3("call", _k3("json", '{"a" : 1}'), ' tool="f" index="1"')
+    text = _k3("think", "t") + "\n" + _k3("response", "Use `<|open|>` x") + _k3("tools", call * 2)
+    msg = parse(text + "<|end_of_msg|>dropped", generation=2, id_factory=counter_ids(),
+                **FAMILY_KW["kimi_k3"])  # fmt: skip
+    assert [(c.id, c.arguments) for c in msg.tool_calls] == [
+        ("f:0", '{"a" : 1}'),
+        ("f:1", '{"a" : 1}'),
+    ]
+    assert (msg.content, msg.reasoning_content) == ("Use `<|open|>` x", "t")
+    parse(text[:-30], generation=2, **FAMILY_KW["kimi_k3"])
+    parse(text.replace("x<|close|>", "x<|open|>think<|sep|><|close|>"), **FAMILY_KW["kimi_k3"])
+    assert taken == [True, False, False]
