@@ -268,6 +268,7 @@ _prose = re.compile(
     r"""(?:[^"'`]+|(?<=[^\W_])['"]|(?<![^\W_])"[^"\n]*["\n]|`(?!`)[^`\n]*(?:`(?!`)|\n))*+"""
     r"""(`(?!`)[^`\n]*)?\Z"""
 ).match
+prose_shape = _prose  # (for the channel families' readers)
 # Quoted markers `_prose` decides per stretch of prose before the tracker takes over (each
 # check re-reads the stretch: bounded, so many quoted markers stay linear)
 _RECHECKS = 8

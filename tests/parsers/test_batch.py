@@ -35,6 +35,7 @@ BATCH_FAMILIES = (
     "kimi_k2",
     "gemma4",
     "kimi_k3",
+    "muse",
 )
 BENCH_FAMILIES = (
     "hermes",
@@ -55,6 +56,7 @@ FAMILY_KW: dict[str, dict[str, Any]] = {
     "kimi_k2": {"tool_parser": "kimi_k2", "reasoning_parser": "kimi_k25"},
     "gemma4": {"tool_parser": "gemma4", "reasoning_parser": "gemma4", "thinking": True},
     "kimi_k3": {"tool_parser": "kimi_k3", "reasoning_parser": "kimi_k3"},
+    "muse": {"tool_parser": "muse", "reasoning_parser": "muse"},
 }
 FAST = {name: FastPath(BatchPath, kw) for name, kw in FAMILY_KW.items()}
 
@@ -673,3 +675,142 @@ def test_kimi_k3_reader_decides(taken: list[bool]) -> None:
     parse(text[:-30], generation=2, **FAMILY_KW["kimi_k3"])
     parse(text.replace("x<|close|>", "x<|open|>think<|sep|><|close|>"), **FAMILY_KW["kimi_k3"])
     assert taken == [True, False, False]
+
+
+# --- Muse (a channel family: its own whole-output reader, `muse.batch_message`)
+
+MUSE_TOOLS = [tool("get_weather", city="string", days="integer"), tool("f", a="string")]
+# fmt: off
+MUSE_VALUES = [
+    "x", "", " ", "\n", "City 0 Zürich", "42", " 42 ", "-0", "007", "1e3", "3.50", "true",
+    "null", "nul", '{"a": [1, 2]}', "[1,", '"s"', ' "s" ', "a\nb\t\"q\\", "\x01",
+    "<b>&amp;</b>", "é & <x", "<atem:parameter name=\"k\">", "</atem:invoke>", "t", "-",
+    "99999999999999999999", "NaN", "\u00a0x",
+]
+# fmt: on
+MUSE_HEADS = [
+    "<|start|>assistant to=self<|message|>",
+    "<|start|>assistant to=user<|message|>",
+    "<|start|>assistant to=get_weather<|message|>",
+    "<|start|>assistant to=f<|message|>",
+    "\n<|start|>assistant to=get_weather.get_weather<|message|>",
+    "<|start|>assistant<|message|>",
+    "<|start|>assistant  to=user <|message|>",
+    "<|start|>assistant to=functions.f<|message|>",
+    "<|start|>assistant to=x",
+    "<|start|>user<|start|>",
+    " to=self<|message|>",
+    "to=get_weather<|message|>",
+    "<|message|>",
+]
+
+
+@st.composite
+def atem_bodies(draw: st.DrawFn) -> str:
+    """A tool body: invokes in the common shape, some not (text between tags, a blank or
+    quoted name, malformed parameters, missing closes)."""
+    odd = draw(st.integers(0, 5)) == 0
+    out = draw(st.sampled_from(["<atem:function_calls>\n", "", "\n"]))
+    for _ in range(draw(st.integers(0, 3))):
+        name = draw(st.sampled_from(["get_weather", "f", "get_weather.get_weather", "g"]))
+        if odd:
+            name = draw(st.sampled_from([name, "", " ", "a>b"]))
+        out += f'<atem:invoke name="{name}">' + draw(st.sampled_from(["\n", "", " "]))
+        for _ in range(draw(st.integers(0, 3))):
+            key = draw(st.sampled_from(["city", "days", "a", "note", ""]))
+            tag = f'<atem:parameter name="{key}">'
+            if draw(st.integers(0, 5)) == 0:
+                tag = draw(st.sampled_from([f"<atem:parameter name='{key}'>",
+                                            f'<atem:parameter  name = "{key}" >']))  # fmt: skip
+            out += tag + draw(st.sampled_from(MUSE_VALUES)) + "</atem:parameter>"
+            out += draw(st.sampled_from(["\n", ""]))
+        if odd:
+            out += draw(st.sampled_from(["text", "<atem:parameter>", "<x>", ""]))
+        out += "</atem:invoke>" if not (odd and draw(st.booleans())) else ""
+        out += draw(st.sampled_from(["\n", ""]))
+    return out + draw(st.sampled_from(["</atem:function_calls>", "", "</atem:function_calls>\n"]))
+
+
+@st.composite
+def muse_outputs(draw: st.DrawFn) -> str:
+    """Whole Muse outputs: messages of every recipient with prose (quotes, code, quoted
+    header markers) or ATEM bodies, blanks or text between them, end markers or none; cut
+    anywhere."""
+    prose = st.lists(
+        st.sampled_from(["Hi. ", "I'm ", '"q" ', "`", "`<|start|>`", "\n", " ", "é",
+                         "<|start|>", '"<|start|>assistant to=f<|message|>"', "<", "to=x "]),
+        max_size=5,
+    ).map("".join)  # fmt: skip
+    out = ""
+    for i in range(draw(st.integers(1, 5))):
+        head = draw(st.sampled_from(MUSE_HEADS[:5] if draw(st.integers(0, 4)) else MUSE_HEADS))
+        if i == 0 and draw(st.booleans()):
+            head = draw(st.sampled_from([" to=self<|message|>", " to=get_weather<|message|>"]))
+        body = draw(atem_bodies()) if "to=get" in head or "to=f" in head else draw(prose)
+        end = draw(st.sampled_from(["<|eom|>", "<|eom|>", "<|eot|>", "<|eom|>\n", ""]))
+        out += head + body + end
+        if draw(st.integers(0, 6)) == 0:
+            out += draw(st.sampled_from(["text", "\n\n", "<|eom|>", "<|message|>"]))
+    if draw(st.integers(0, 4)) == 0:
+        out = out[: draw(st.integers(0, len(out)))]
+    return out
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(muse_outputs(), st.booleans())
+def test_generated_muse(text: str, tools: bool) -> None:
+    kw = {**FAMILY_KW["muse"], **({"tools": MUSE_TOOLS} if tools else {})}
+    FAST["muse"].assert_same_everywhere(text, kw)
+
+
+@pytest.mark.parametrize("value", MUSE_VALUES)
+def test_muse_each_value(value: str) -> None:
+    """Every value, declared a string (`city`), an integer (`days`) or not at all (`note`),
+    with and without tools declared."""
+    for key in ("city", "days", "note"):
+        param = f'<atem:parameter name="{key}">{value}</atem:parameter>'
+        body = f'<atem:function_calls>\n<atem:invoke name="get_weather">\n{param}\n'
+        text = f"<|start|>assistant to=get_weather<|message|>{body}</atem:invoke><|eom|>"
+        for tools in ({}, {"tools": MUSE_TOOLS}):
+            FAST["muse"].assert_same_everywhere(text, {**FAMILY_KW["muse"], **tools})
+
+
+def test_muse_bench_cuts() -> None:
+    """The bench text cut at every marker and tag edge: never repaired."""
+    text, kw, _ = bench_text("muse", units=2)
+    cuts = {m.start() for m in re.finditer(r"<", text)} | {m.end() for m in re.finditer(">", text)}
+    cuts |= {i + 3 for i in list(cuts)}
+    for cut in sorted(cuts):
+        for tools in ({}, {"tools": MUSE_TOOLS}):
+            fast, slow = FAST["muse"].both(text[:cut], {**kw, **tools, "generation": 2})
+            assert fast == slow, cut
+
+
+def test_muse_reader_decides(taken: list[bool]) -> None:
+    """Taken on the common shapes (a quoted header marker in content is text; a doubled
+    namespace is the declared tool), the engine's for a header that ends a body without its
+    end marker and for a cut invoke."""
+    call = '<atem:invoke name="f.f"><atem:parameter name="a">1</atem:parameter></atem:invoke>'
+    text = (
+        " to=self<|message|>t<|eom|>\n<|start|>assistant to=user<|message|>Use `<|start|>`.<|eom|>"
+        f"<|start|>assistant to=f.f<|message|>{call}<|eom|>"
+    )
+    msg = parse(text, generation=2, id_factory=counter_ids(), tools=MUSE_TOOLS,
+                **FAMILY_KW["muse"])  # fmt: skip
+    assert [(c.name, c.arguments) for c in msg.tool_calls] == [("f", '{"a":"1"}')]
+    assert (msg.content, msg.reasoning_content) == ("Use `<|start|>`.", "t")
+    parse(text.replace("t<|eom|>", "t"), generation=2, **FAMILY_KW["muse"])
+    parse(text[:-30], generation=2, **FAMILY_KW["muse"])
+    assert taken == [True, False, False]
+
+
+@pytest.mark.parametrize("quote", ["`", '"', "'", "``", "```\n"])
+@pytest.mark.parametrize("count", [1, 9, 12])
+def test_muse_many_quoted_headers(quote: str, count: int) -> None:
+    """Quoted header markers past the shortcut's recheck bound (the tracker takes over), in
+    every quote style, then an unquoted one or none."""
+    close = quote.rstrip("\n")
+    quoted = f"see {quote}<|start|>{close} and "
+    for tail in ("", "<|start|>assistant to=user<|message|>x"):
+        text = f"<|start|>assistant to=user<|message|>{quoted * count}{tail}<|eom|>"
+        FAST["muse"].assert_same_everywhere(text)
