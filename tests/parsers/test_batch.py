@@ -622,17 +622,14 @@ def k3_outputs(draw: st.DrawFn) -> str:
             pieces.append(draw(prose))
         else:
             pieces.append(_k3("think", draw(prose)) + _k3("response", draw(prose)))
-    text = "".join(pieces)
+    return _sometimes_cut(draw, "".join(pieces))
+
+
+def _sometimes_cut(draw: st.DrawFn, text: str) -> str:
+    """`text`, or (one in five) `text` cut anywhere (the end of output mid-way)."""
     if draw(st.integers(0, 4)) == 0:
         text = text[: draw(st.integers(0, len(text)))]
     return text
-
-
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(k3_outputs(), st.booleans())
-def test_generated_kimi_k3(text: str, tools: bool) -> None:
-    kw = {**FAMILY_KW["kimi_k3"], **({"tools": K3_TOOLS} if tools else {})}
-    FAST["kimi_k3"].assert_same_everywhere(text, kw)
 
 
 @pytest.mark.parametrize("value", K3_VALUES)
@@ -751,16 +748,20 @@ def muse_outputs(draw: st.DrawFn) -> str:
         out += head + body + end
         if draw(st.integers(0, 6)) == 0:
             out += draw(st.sampled_from(["text", "\n\n", "<|eom|>", "<|message|>"]))
-    if draw(st.integers(0, 4)) == 0:
-        out = out[: draw(st.integers(0, len(out)))]
-    return out
+    return _sometimes_cut(draw, out)
 
 
+CHANNEL_OUTPUTS = {"kimi_k3": (k3_outputs, K3_TOOLS), "muse": (muse_outputs, MUSE_TOOLS)}
+
+
+@pytest.mark.parametrize("family", list(CHANNEL_OUTPUTS))
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(muse_outputs(), st.booleans())
-def test_generated_muse(text: str, tools: bool) -> None:
-    kw = {**FAMILY_KW["muse"], **({"tools": MUSE_TOOLS} if tools else {})}
-    FAST["muse"].assert_same_everywhere(text, kw)
+@given(data=st.data(), tools=st.booleans())
+def test_generated_channel_outputs(family: str, data: st.DataObject, tools: bool) -> None:
+    outputs, declared = CHANNEL_OUTPUTS[family]
+    text = data.draw(outputs())
+    kw = {**FAMILY_KW[family], **({"tools": declared} if tools else {})}
+    FAST[family].assert_same_everywhere(text, kw)
 
 
 @pytest.mark.parametrize("value", MUSE_VALUES)
