@@ -450,10 +450,11 @@ class MuseMachine(FamilyMachine):
 # Anything else (output starting in reasoning, text between messages, a header that ends a
 # body without its end marker, a bad header, an unread tool body): None, the engine's.
 
-# blanks, then: the common header whole (its recipient: what `_recipient` finds in it), any
+# blanks, then: the common header whole (its recipient: what `_recipient` finds in it; at
+# most `_MAX_HEADER` characters with `assistant to=`), any
 # other `<|start|>`, the end of output, or (nothing) a bare header
 _B_BOUNDARY = re.compile(
-    r"[ \t\r\n]*+(?:<\|start\|>assistant to=(?P<to>[^\s<]+)<\|message\|>"
+    rf"[ \t\r\n]*+(?:<\|start\|>assistant to=(?P<to>[^\s<]{{1,{_MAX_HEADER - 13}}})<\|message\|>"
     r"|(?P<start><\|start\|>)|(?P<end>\Z))?"
 )
 _BARE_WINDOW = len(_ROLE) + _MAX_HEADER + len(MESSAGE)  # enough for any bare header

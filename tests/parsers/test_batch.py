@@ -815,3 +815,12 @@ def test_muse_many_quoted_headers(quote: str, count: int) -> None:
     for tail in ("", "<|start|>assistant to=user<|message|>x"):
         text = f"<|start|>assistant to=user<|message|>{quoted * count}{tail}<|eom|>"
         FAST["muse"].assert_same_everywhere(text)
+
+
+@pytest.mark.parametrize("length", [1, 243, 244, 300])
+def test_muse_header_length(length: int) -> None:
+    """Headers up to `_MAX_HEADER` characters and past it (then text), `<|start|>` or bare."""
+    name = "f" * length
+    for head in (f"<|start|>assistant to={name}", f" to={name}", f"<|start|>assistant {name}"):
+        text = f"{head}<|message|>x<|eom|><|start|>assistant to=user<|message|>y<|eom|>"
+        FAST["muse"].assert_same_everywhere(text, {**FAMILY_KW["muse"], "tools": MUSE_TOOLS})
