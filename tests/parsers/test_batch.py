@@ -822,5 +822,6 @@ def test_muse_header_length(length: int) -> None:
     """Headers up to `_MAX_HEADER` characters and past it (then text), `<|start|>` or bare."""
     name = "f" * length
     for head in (f"<|start|>assistant to={name}", f" to={name}", f"<|start|>assistant {name}"):
-        text = f"{head}<|message|>x<|eom|><|start|>assistant to=user<|message|>y<|eom|>"
+        call = '<atem:invoke name="f"></atem:invoke>'
+        text = f"{head}<|message|>{call}<|eom|><|start|>assistant to=user<|message|>y<|eom|>"
         FAST["muse"].assert_same_everywhere(text, {**FAMILY_KW["muse"], "tools": MUSE_TOOLS})
