@@ -8,10 +8,14 @@ search per marker (prose between markers is never looked at character by charact
 lets the family's batch grammar (`ToolGrammar.batch_call`, declared in the family module) read
 each call region whole. It builds the `ParsedMessage` directly: no events, deltas or emitter.
 
+Channel families (Kimi K3, Muse) whose machine is not a marker machine read the whole output
+with their own reader instead (`ChannelGrammar.batch_message`, in the family module).
+
 It decides only what it is certain of and returns None (the engine runs: a fallback, never a
-guess) for everything else: generation 1, forced tool choices (`required`, named), channel
-families, a family without a batch grammar, any call region its grammar does not fully read
-(cut off, escapes, unusual shapes, a start marker that turns out to be prose).
+guess) for everything else: generation 1, forced tool choices (`required`, named), shapes a
+channel family's reader does not take, a family without a batch grammar, any call region its
+grammar does not fully read (cut off, escapes, unusual shapes, a start marker that turns out
+to be prose).
 """
 
 from __future__ import annotations
@@ -64,8 +68,13 @@ def parse_batch(
         plan.start_in_reasoning,
     )
     if config is None:
-        return None
-    found = _walk(plan, text, *config)
+        channel = _channel(plan.tool_parser, plan.reasoning_parser)
+        if channel is None:
+            return None
+        ctx = CallContext.from_tools(plan.tools) if plan.tools else _NO_TOOLS
+        found = channel.batch_message(plan, text, ctx)
+    else:
+        found = _walk(plan, text, *config)
     if found is None:
         return None
     content, reasoning_text, calls = found
@@ -81,6 +90,15 @@ def parse_batch(
         finish_reason="tool_calls" if tool_calls and finish_reason != "length" else finish_reason,
         route=plan.route,
     )
+
+
+@lru_cache(maxsize=64)
+def _channel(tool_parser: str | None, reasoning_parser: str | None) -> ChannelGrammar | None:
+    """The channel family's grammar the engine would build a machine of, if any
+    (`engine.build_machine`'s choice)."""
+    tool_g = tool_grammar(tool_parser) if tool_parser else None
+    reasoning_g = reasoning_grammar(reasoning_parser) if reasoning_parser else None
+    return next((g for g in (tool_g, reasoning_g) if isinstance(g, ChannelGrammar)), None)
 
 
 @lru_cache(maxsize=256)
@@ -253,6 +271,7 @@ _prose = re.compile(
     r"""|`(?!`)[^`\n]*(?:`(?!`)|\n))*+"""
     r"""(`(?!`)[^`\n]*)?\Z"""
 ).match
+prose_shape = _prose  # (for the channel families' readers)
 # Quoted markers `_prose` decides per stretch of prose before the tracker takes over (each
 # check re-reads the stretch: bounded, so many quoted markers stay linear)
 _RECHECKS = 8

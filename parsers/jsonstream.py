@@ -412,8 +412,14 @@ class JsonValueReader:
         return out + "".join("}" if b == "{" else "]" for b in reversed(self._stack))
 
 
+# A plain integer (the most common typed value) is its own canonical form
+_PLAIN_INT = re.compile(r"-?[1-9][0-9]{0,14}|0")
+
+
 def canonical_json(text: str) -> str | None:
     """Canonical form of the JSON value that is all of `text` (surrounding whitespace ok)."""
+    if _PLAIN_INT.fullmatch(text):
+        return text
     r = JsonValueReader()
     out, i = r.feed(text)
     out += r.end()

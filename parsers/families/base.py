@@ -357,6 +357,15 @@ class ChannelGrammar(ABC):
         family to the engine."""
         return None
 
+    def batch_message(
+        self, plan: ParsePlan, text: str, ctx: CallContext
+    ) -> tuple[list[str], list[str], list[tuple[str | None, str, str]]] | None:
+        """The family's own whole-output reader (when `batch_grammars` gives none): exactly
+        what `machine(plan, 2, ctx)` makes of the whole output `text` (a plan that is not a
+        forced choice): content pieces, reasoning pieces, calls (native id or None, name,
+        arguments); None (default) for anything it does not decide: the engine runs."""
+        return None
+
 
 AnyToolGrammar = ToolGrammar | ChannelGrammar
 AnyReasoningGrammar = ReasoningGrammar | ChannelGrammar

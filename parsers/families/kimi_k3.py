@@ -153,6 +153,20 @@ def read_marker(
     return Marker("open", m.group(1), parse_attrs(m.group(2)), raw)
 
 
+def call_id(name: str, index: str | None, ncalls: int, ids: set[str]) -> str:
+    """The id of the response's call number `ncalls` (0-based) from its `index` attribute,
+    made unique among `ids` (and added to them)."""
+    m = _INDEX.fullmatch(index or "")
+    found = f"{name}:{int(m.group(1)) - 1 if m else ncalls}"
+    if found in ids:  # ids are unique within a response
+        found = f"{name}:{ncalls}"
+        k = 1
+        while found in ids:
+            found, k = f"{name}:{ncalls}.{k}", k + 1
+    ids.add(found)
+    return found
+
+
 def _holdback(text: str, start: int) -> int:
     """Index from which text[start:] may still become a token (len(text) if nowhere)."""
     n = len(text)
@@ -677,15 +691,7 @@ class KimiK3Machine(FamilyMachine):
             self._release_jail(out)
 
     def _call_id(self, name: str, index: str | None) -> str:
-        m = _INDEX.fullmatch(index or "")
-        call_id = f"{name}:{int(m.group(1)) - 1 if m else self._ncalls}"
-        if call_id in self._ids:  # ids are unique within a response
-            call_id = f"{name}:{self._ncalls}"
-            k = 1
-            while call_id in self._ids:
-                call_id, k = f"{name}:{self._ncalls}.{k}", k + 1
-        self._ids.add(call_id)
-        return call_id
+        return call_id(name, index, self._ncalls, self._ids)
 
     def _begin_call(self, mk: Marker, out: list[Event], ret: State) -> None:
         self._call_return = ret
@@ -695,9 +701,9 @@ class KimiK3Machine(FamilyMachine):
             # no tool name, or an argument outside any call: not a call; its text is content
             self._bad = [mk.raw]
             return
-        call_id = self._call_id(name, mk.attrs.get("index"))
+        cid = self._call_id(name, mk.attrs.get("index"))
         self._ncalls += 1
-        self._out(out).append(CallBegin(name, call_id))
+        self._out(out).append(CallBegin(name, cid))
         self._call = _Call(self._v2, self._ctx.string_params(name))
         self._call.raw_parts.append(mk.raw)
 
@@ -727,12 +733,182 @@ class KimiK3Machine(FamilyMachine):
         self._end_run()
 
 
+# --- whole-output batch grammar (parsers.batch) ---
+# The common shape of a whole V2 output, read with regexes for the markers as models write
+# them (no blanks inside a marker, `key` then `type`, `tool` then `index`); any other shape
+# returns None and the engine runs. Exact by these arguments: prose (think/response) is
+# taken up to the canonical close of its channel, and every token in it must be one that
+# `read_marker` calls text (a real marker there: None); a close marker is never quote-checked;
+# the openers taken at the top level (think, tools, call) come after a channel change (the
+# quote tracker reset) and blanks only; a value is the text up to the next token, which must
+# be its channel's close; blank text between markers outside the channels is layout.
+
+_B_TEXT = r"[^<]*+(?:<(?!\|(?:open|close|end_of_msg)\|>)[^<]*+)*+"  # up to the next token
+_B_TOP = re.compile(
+    r"[ \t\r\n]*+(?:(?P<eof>\Z)|(?P<stop><\|close\|>message<\|sep\|>|<\|end_of_msg\|>)"
+    r"|<\|open\|>(?:(?P<think>think)|(?P<response>response)|(?P<tools>tools))<\|sep\|>"
+    r"|(?P<call>(?=<\|open\|>call )))"
+)
+_B_TOOLS = re.compile(
+    r"[ \t\r\n]*+(?:(?P<close><\|close\|>tools<\|sep\|>)"
+    r"|(?P<stop><\|close\|>message<\|sep\|>|<\|end_of_msg\|>)|(?P<call>(?=<\|open\|>call )))"
+)
+# attribute values: no `<` (a token there makes the marker text) and short (`_MAX_BODY`)
+_B_CALL = re.compile(r'<\|open\|>call tool="([^"<]{0,400})"(?: index="([^"<]{0,100})")?<\|sep\|>')
+_B_ARG = re.compile(
+    r'[ \t\r\n]*+<\|open\|>(?:argument key="([^"<]{0,400})"(?: type="([^"<]{0,200})")?'
+    rf"<\|sep\|>({_B_TEXT})<\|close\|>argument|json<\|sep\|>({_B_TEXT})<\|close\|>json)"
+    r"<\|sep\|>"
+)
+_B_CALL_END = re.compile(r"[ \t\r\n]*+<\|close\|>call<\|sep\|>")
+_THINK_CLOSE = f"{CLOSE}think{SEP}"
+_RESPONSE_CLOSE = f"{CLOSE}response{SEP}"
+_NO_TOOL_NAMES = _CHANNELS - _TOOL_CHANNELS
+
+BatchCall = tuple[str | None, str, str]
+
+
+def batch_message(
+    plan: ParsePlan, text: str, ctx: CallContext
+) -> tuple[list[str], list[str], list[BatchCall]] | None:
+    """`KimiK3Machine(plan, 2, ctx)`'s content pieces, reasoning pieces and calls (native id,
+    name, arguments) for the whole output `text`, or None for a shape this reader does not
+    take (see above). The plan is not forced (`parsers.batch` leaves those to the engine)."""
+    if not plan.reasoning_channel:
+        return None  # thinking off: think markers dropped, their text is layout-ruled content
+    tools_on = plan.parse_tools
+    names = _CHANNELS if tools_on else _NO_TOOL_NAMES
+    content: list[str] = []
+    thought: list[str] = []
+    calls: list[BatchCall] = []
+    ids: set[str] = set()
+    pos = 0
+    if plan.start_in_reasoning:
+        # an opener right at the start repeats the prompt's: markup (the tracker is fresh)
+        start = len(THINK_OPEN) if text.startswith(THINK_OPEN) else 0
+        pos = _batch_prose(text, start, _THINK_CLOSE, thought, names)
+    top = _B_TOP.match
+    while pos >= 0:
+        m = top(text, pos)
+        if m is None:
+            return None  # text outside the channels, another marker: the engine's
+        kind = m.lastgroup
+        pos = m.end()
+        if kind == "think":
+            pos = _batch_prose(text, pos, _THINK_CLOSE, thought, names)
+        elif kind == "response":
+            pos = _batch_prose(text, pos, _RESPONSE_CLOSE, content, names)
+        elif kind == "call" or kind == "tools":
+            if not tools_on:
+                return None
+            pos = _batch_calls(text, pos, kind == "tools", ctx, calls, ids)
+        else:  # end of output, or the message's end (what follows is dropped)
+            return content, thought, calls
+    return None
+
+
+def _batch_prose(text: str, pos: int, close: str, out: list[str], names: frozenset[str]) -> int:
+    """Prose from `pos` to the channel's `close` (or the end of output) into `out`; the offset
+    after the close, or of a tool opener that ends the channel first, or -1 when another real
+    marker (or a possibly quoted opener) comes first."""
+    end = text.find(close, pos)
+    stop = len(text) if end == -1 else end
+    i = pos
+    find = _TOKEN_RE.search
+    while (m := find(text, i, stop)) is not None:
+        i = m.start()
+        marker = read_marker(text, i, True, names)
+        if marker is not False:
+            if (
+                marker is not None
+                and marker.kind == "open"
+                and marker.name in ("tools", "call")
+                and _QUOTE_CHARS.search(text, pos, i) is None
+            ):
+                # a tool opener ends the channel (unquoted: the tracker, reset when the
+                # channel began, has seen no quote character); the caller reads it
+                if i > pos:
+                    out.append(text[pos:i])
+                return i
+            return -1
+        i += 1
+    if stop > pos:
+        out.append(text[pos:stop])
+    return stop if end == -1 else end + len(close)
+
+
+def _batch_calls(
+    text: str, pos: int, region: bool, ctx: CallContext, calls: list[BatchCall], ids: set[str]
+) -> int:
+    """The calls of a tools channel (`region`) or one bare call at `pos`; the offset after
+    them (at a message end: the end of output), or -1."""
+    n = len(text)
+    while True:
+        if region:
+            m = _B_TOOLS.match(text, pos)
+            if m is None:
+                return -1
+            kind = m.lastgroup
+            if kind == "close":
+                return m.end()
+            if kind == "stop":
+                return n  # the message ends inside the tools channel: the rest is dropped
+        head = _B_CALL.match(text, pos)
+        if head is None:
+            return -1
+        name, index = head.groups()
+        if "&" in name:
+            name = decode_attr(name)
+        if not name.strip():
+            return -1  # not a call: its text is content (the engine's)
+        if index is not None and "&" in index:
+            index = decode_attr(index)
+        pos = head.end()
+        strings = ctx.string_params(name) if ctx.schemas else frozenset()
+        parts: list[str] = []
+        json_text: str | None = None
+        while (arg := _B_ARG.match(text, pos)) is not None:
+            pos = arg.end()
+            key, kind_, value, whole = arg.groups()
+            if json_text is not None or (whole is not None and parts):
+                return -1  # a second argument style: a stray marker in the call
+            if whole is not None:
+                json_text = whole
+                continue
+            if "&" in key:
+                key = decode_attr(key)
+            if kind_ is None:
+                kind_ = "string"
+            elif kind_ != "string" and kind_ != "number":
+                kind_ = decode_attr(kind_).strip().lower() or "string"
+            if kind_ == "string" or key in strings:
+                parts.append(f'{dumps(key)}:"{escape_text(value)}"')
+            else:
+                parts.append(f"{dumps(key)}:{canonical_json(value) or dumps(value)}")
+        end = _B_CALL_END.match(text, pos)
+        if end is None:
+            return -1  # cut off, a stray or malformed marker: the engine's
+        pos = end.end()
+        if json_text is not None:
+            args = json_text if json_text.strip(_WS) else "{}"
+        else:
+            args = "{" + ",".join(parts) + "}" if parts else "{}"
+        calls.append((call_id(name, index, len(calls), ids), name, args))
+        if not region:
+            return pos
+
+
 class KimiK3Grammar(ChannelGrammar):
     name = "kimi_k3"
     quoted_opener = f"{OPEN}tools{SEP}"
 
     def machine(self, plan: ParsePlan, generation: Generation, ctx: CallContext) -> FamilyMachine:
         return KimiK3Machine(plan, generation, ctx)
+
+    def batch_message(
+        self, plan: ParsePlan, text: str, ctx: CallContext
+    ) -> tuple[list[str], list[str], list[BatchCall]] | None:
+        return batch_message(plan, text, ctx)
 
 
 GRAMMAR = KimiK3Grammar()

@@ -25,6 +25,11 @@ Choices the contract leaves open (docs/parsers.md, Muse):
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
+from typing import Literal
+
+from parsers.batch import prose_shape
 from parsers.families.base import (
     CallArgs,
     CallBegin,
@@ -38,7 +43,7 @@ from parsers.families.base import (
     ScanResult,
     Text,
 )
-from parsers.families.muse_atem import AtemScanner
+from parsers.families.muse_atem import AtemScanner, batch_calls
 from parsers.guided import GuidedScanner
 from parsers.plan import ParsePlan
 from parsers.scan import MarkerSet, QuoteTracker
@@ -64,18 +69,15 @@ def _name_char(c: str) -> bool:
     return not c.isspace() and c != "<"
 
 
+# `to=` at the start or after a blank, then name characters (`_name_char`; `\s` and
+# `str.isspace` are the same test)
+_RECIPIENT = re.compile(r"(?<!\S)to=([^\s<]+)")
+
+
 def _recipient(header: str) -> str | None:
-    """The `to=NAME` recipient in a header's text, or None."""
-    at = header.find("to=")
-    while at != -1:
-        if at == 0 or header[at - 1].isspace():
-            end = at + 3
-            while end < len(header) and _name_char(header[end]):
-                end += 1
-            if end > at + 3:
-                return header[at + 3 : end]
-        at = header.find("to=", at + 1)
-    return None
+    """The first `to=NAME` recipient in a header's text, or None."""
+    m = _RECIPIENT.search(header)
+    return None if m is None else m.group(1)
 
 
 def _header_tail(text: str, prev: str, complete: bool) -> int:
@@ -156,6 +158,16 @@ def _bare_header(text: str) -> tuple[str, int, str | None]:
     if tail == MESSAGE:
         return ("match", i + len(MESSAGE), recipient)
     return partial if MESSAGE.startswith(tail) else no
+
+
+def tool_name(name: str, registered: frozenset[str]) -> str:
+    """A doubled namespace `X.X` is the declared tool `X` (the template renders `X.*`)."""
+    if name in registered:
+        return name
+    head, dot, tail = name.partition(".")
+    if dot and head == tail and head in registered:
+        return head
+    return name
 
 
 class MuseMachine(FamilyMachine):
@@ -425,13 +437,129 @@ class MuseMachine(FamilyMachine):
         return self._ctx.is_string_param(self._tool_name(name), key)
 
     def _tool_name(self, name: str) -> str:
-        """A doubled namespace `X.X` is the declared tool `X` (the template renders `X.*`)."""
-        if name in self._registered:
-            return name
-        head, dot, tail = name.partition(".")
-        if dot and head == tail and head in self._registered:
-            return head
-        return name
+        return tool_name(name, self._registered)
+
+
+# --- whole-output batch grammar (parsers.batch) ---
+# Messages in the common shape: blanks between them, each `<|start|>HEADER<|message|>` (the
+# first may be a bare header, as the prompt ends with `<|start|>assistant`), a body ended by
+# `<|eom|>`/`<|eot|>` or the end of output. Exact by `MuseMachine`'s rules: blank text
+# between messages is layout; a reasoning/content body runs to its end marker, past header
+# markers the quote tracker (reset at the body's start, fed as `_body_step` feeds it) finds
+# quoted; a tool body runs to the first marker and is read by `muse_atem.batch_calls`.
+# Anything else (output starting in reasoning, text between messages, a header that ends a
+# body without its end marker, a bad header, an unread tool body): None, the engine's.
+
+# blanks, then: the common header whole (its recipient: what `_recipient` finds in it; at
+# most `_MAX_HEADER` characters with `assistant to=`), any
+# other `<|start|>`, the end of output, or (nothing) a bare header
+_B_BOUNDARY = re.compile(
+    rf"[ \t\r\n]*+(?:<\|start\|>assistant to=(?P<to>[^\s<]{{1,{_MAX_HEADER - 13}}})<\|message\|>"
+    r"|(?P<start><\|start\|>)|(?P<end>\Z))?"
+)
+_BARE_WINDOW = len(_ROLE) + _MAX_HEADER + len(MESSAGE)  # enough for any bare header
+
+
+def batch_message(
+    plan: ParsePlan, text: str, ctx: CallContext
+) -> tuple[list[str], list[str], list[tuple[str | None, str, str]]] | None:
+    """`MuseMachine(plan, 2, ctx)`'s content pieces, reasoning pieces and calls (no native
+    ids) for the whole output `text`, or None for a shape this reader does not take (see
+    above). The plan is not forced (`parsers.batch` leaves those to the engine)."""
+    if plan.start_in_reasoning:
+        return None
+    registered = frozenset(ctx.schemas)
+
+    def string_param(name: str, key: str) -> bool:
+        return ctx.is_string_param(tool_name(name, registered), key)
+
+    declared = string_param if registered else None
+    content: list[str] = []
+    thought: list[str] = []
+    calls: list[tuple[str | None, str, str]] = []
+    search = _MARKERS.pattern.search
+    n = len(text)
+    pos = 0
+    while True:
+        m = _B_BOUNDARY.match(text, pos)
+        assert m is not None  # (everything in it is optional)
+        kind = m.lastgroup
+        if kind == "end":
+            return content, thought, calls
+        if kind == "to":
+            recipient: str | None = m.group(1)
+            pos = m.end()
+        elif kind == "start":
+            header = search(text, m.end())
+            if header is None or header.group() != MESSAGE:
+                return None  # a bad header: text, the engine's
+            if header.start() - m.end() > _MAX_HEADER:
+                return None
+            recipient = _recipient(text[m.end() : header.start()])
+            pos = header.end()
+        else:
+            j = m.end()
+            state, end, recipient = _bare_header(text[j : j + _BARE_WINDOW])
+            if state != "match":
+                return None  # a headerless message: the engine's
+            pos = j + end
+        if recipient == SELF:
+            out = thought if plan.reasoning_channel else content
+        elif recipient is None or recipient == USER or not plan.parse_tools:
+            out = content
+        else:  # a tool body: to its first marker
+            mk = search(text, pos)
+            stop = n if mk is None else mk.start()
+            if mk is not None and mk.group() not in _ENDS:
+                return None  # a header ends it: the engine's
+            found = batch_calls(text, pos, stop, declared)
+            if found is None:
+                return None
+            calls += [(None, tool_name(name, registered), args) for name, args in found]
+            pos = n if mk is None else mk.end()
+            continue
+        # a reasoning/content body: to its end marker, past quoted header markers
+        ends = _batch_body(text, pos, search)
+        if ends is False:
+            return None
+        stop = n if ends is None else ends.start()
+        if stop > pos:
+            out.append(text[pos:stop])
+        pos = n if ends is None else ends.end()
+
+
+def _batch_body(
+    text: str, pos: int, search: Callable[[str, int], re.Match[str] | None]
+) -> re.Match[str] | Literal[False] | None:
+    """The end marker of the prose body at `pos` (None: the end of output), when every
+    `<|start|>` before it is quoted; else False. The tracker's decision, from its reset at
+    the body's start; `batch.prose_shape` decides the common shapes without it (as
+    `batch._walk` does)."""
+    check = pos  # the fresh-tracker check starts here
+    rechecks = 0
+    quotes: QuoteTracker | None = None
+    fed = pos
+    while True:
+        mk = search(text, fed)
+        if mk is None or mk.group() in _ENDS:
+            return mk
+        if mk.group() == MESSAGE:
+            return False  # a header may end the body: the engine's
+        if quotes is None and rechecks < 8:
+            shape = prose_shape(text[check : mk.start()])
+            if shape is not None:
+                if shape.group(1) is None:
+                    return False  # unquoted: it ends the body (the engine's)
+                check += shape.start(1)  # in an open code span: resumes at its backtick
+                rechecks += 1
+                fed = mk.end()
+                continue
+        if quotes is None:
+            quotes = QuoteTracker()
+            quotes.feed(text[pos:fed])
+        if not quotes.quotes_marker(text[fed : mk.start()], mk.group()):
+            return False  # an unquoted `<|start|>` ends the body: the engine's
+        fed = mk.end()
 
 
 class MuseGrammar(ChannelGrammar):
@@ -440,6 +568,11 @@ class MuseGrammar(ChannelGrammar):
 
     def machine(self, plan: ParsePlan, generation: Generation, ctx: CallContext) -> FamilyMachine:
         return MuseMachine(plan, generation, ctx)
+
+    def batch_message(
+        self, plan: ParsePlan, text: str, ctx: CallContext
+    ) -> tuple[list[str], list[str], list[tuple[str | None, str, str]]] | None:
+        return batch_message(plan, text, ctx)
 
 
 MUSE = MuseGrammar()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Literal
 
 from parsers.jsonstream import canonical_json, dumps, escape_text
@@ -310,3 +311,100 @@ class AtemScanner(Record):
         if self._value_is_string:
             self._emit("args", escape_text(self._value[self._value_sent :]))
             self._value_sent = len(self._value)
+
+
+# --- whole-output batch grammar (parsers.batch) ---
+# A whole tool body in the common shape: blanks and `function_calls` tags between complete
+# invokes of complete parameters. Exact by `AtemScanner`'s rules: blank text between tags is
+# layout, a value runs to the first `</atem:parameter>`, a declared string or a value whose
+# first non-blank character cannot start JSON is the string as written, any other value its
+# canonical JSON when it is JSON, else the string. Anything else (text between tags, a
+# blank invoke name, a malformed or unterminated tag): None, the engine's.
+
+_B_TOP = re.compile(
+    r"[ \t\r\n]*+(?:(?P<block><atem:function_calls>|</atem:function_calls>)"
+    r"|(?P<invoke>(?=<atem:invoke))|(?P<end>\Z))"
+)
+# blanks, then a parameter tag (`_PARAM_TAG`) or the invoke's close
+_B_PARAM = re.compile(
+    r"""[ \t\r\n]*+(?:<atem:parameter\s+name\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)')\s*>"""
+    r"|(</atem:invoke>))"
+)
+_B_VALUE = r"[^<]*+(?:<(?!/atem:parameter>)[^<]*+)*+"  # up to the first `</atem:parameter>`
+# a whole invoke in the most common spelling (`name="..."`, no blanks inside tags): its name,
+# and its parameters for `_B_PARAMS` (each value to the first `</atem:parameter>`, as the
+# scanner reads it; the possessive repeat keeps it so)
+_B_INVOKE = re.compile(
+    rf'<atem:invoke name="([^"<>]*)">((?:[ \t\r\n]*+<atem:parameter name="[^"<>]*">{_B_VALUE}'
+    r"</atem:parameter>)*+)[ \t\r\n]*+</atem:invoke>"
+)
+_B_PARAMS = re.compile(rf'<atem:parameter name="([^"<>]*)">({_B_VALUE})</atem:parameter>')
+_key_json = lru_cache(maxsize=512)(dumps)  # `"key":` of the keys a response repeats
+
+
+def batch_calls(
+    text: str, pos: int, end: int, string_param: Callable[[str, str], bool] | None
+) -> list[tuple[str, str]] | None:
+    """The calls (invoke name, arguments) of the tool body `text[pos:end]`, or None."""
+    calls: list[tuple[str, str]] = []
+    while True:
+        top = _B_TOP.match(text, pos, end)
+        if top is None:
+            return None  # text between tags: content, the engine's
+        pos = top.end()
+        kind = top.lastgroup
+        if kind == "end":
+            return calls
+        if kind == "block":
+            continue
+        whole = _B_INVOKE.match(text, pos, end)
+        if whole is not None:
+            name, params = whole.groups()
+            if not name.strip():
+                return None  # not a call: text
+            pos = whole.end()
+            calls.append((name, _batch_args(name, _B_PARAMS.findall(params), string_param)))
+            continue
+        head = _INVOKE_TAG.match(text, pos, end)
+        if head is None:
+            return None
+        name = _tag_name(head)
+        if not name.strip():
+            return None  # not a call: text
+        pos = head.end()
+        pairs: list[tuple[str, str]] = []
+        while True:
+            param = _B_PARAM.match(text, pos, end)
+            if param is None:
+                return None  # malformed: the invoke is text again
+            key, key2, closed = param.groups()
+            if closed is not None:
+                pos = param.end()
+                break
+            if key is None:
+                key = key2
+            start = param.end()
+            close = text.find(PARAM_CLOSE, start, end)
+            if close == -1:
+                return None  # cut off
+            pairs.append((key, text[start:close]))
+            pos = close + len(PARAM_CLOSE)
+        calls.append((name, _batch_args(name, pairs, string_param)))
+
+
+def _batch_args(
+    name: str, pairs: list[tuple[str, str]], string_param: Callable[[str, str], bool] | None
+) -> str:
+    """The arguments JSON of an invoke's (key, raw value) parameters, as the scanner writes it."""
+    parts = []
+    for key, value in pairs:
+        head = value[:1]
+        if head.isspace():
+            head = value.lstrip()[:1]
+        if (head and head not in _JSON_START) or (
+            string_param is not None and string_param(name, key)
+        ):
+            parts.append(f'{_key_json(key)}:"{escape_text(value)}"')
+        else:
+            parts.append(f"{_key_json(key)}:{value_json(value)}")
+    return "{" + ",".join(parts) + "}"

@@ -8,6 +8,7 @@ batch grammar."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,7 +27,16 @@ from parsers.plan import ParsePlan
 from parsers.types import ParsedMessage
 
 # families with a batch grammar: their bench text must take the path
-BATCH_FAMILIES = ("hermes", "glm47", "qwen3_coder", "deepseek_v4", "kimi_k2", "gemma4")
+BATCH_FAMILIES = (
+    "hermes",
+    "glm47",
+    "qwen3_coder",
+    "deepseek_v4",
+    "kimi_k2",
+    "gemma4",
+    "kimi_k3",
+    "muse",
+)
 BENCH_FAMILIES = (
     "hermes",
     "qwen3_coder",
@@ -45,6 +55,8 @@ FAMILY_KW: dict[str, dict[str, Any]] = {
     "deepseek_v41": {"tool_parser": "deepseek_v41", "reasoning_parser": "deepseek_v41"},
     "kimi_k2": {"tool_parser": "kimi_k2", "reasoning_parser": "kimi_k25"},
     "gemma4": {"tool_parser": "gemma4", "reasoning_parser": "gemma4", "thinking": True},
+    "kimi_k3": {"tool_parser": "kimi_k3", "reasoning_parser": "kimi_k3"},
+    "muse": {"tool_parser": "muse", "reasoning_parser": "muse"},
 }
 FAST = {name: FastPath(BatchPath, kw) for name, kw in FAMILY_KW.items()}
 
@@ -572,3 +584,309 @@ def test_kimi_k2_strings_canonical(value: Any, ascii_only: bool, slashes: bool) 
         "\\" not in t or json.dumps(json.loads(t), ensure_ascii=False) == t for t in tokens
     )
     assert _strings_canonical(text) == expected
+
+
+# --- Kimi K3 (a channel family: its own whole-output reader, `kimi_k3.batch_message`)
+
+K3_TOOLS = [tool("get_weather", city="string", days="integer"), tool("f", a="string")]
+
+
+def _k3(name: str, body: str, head: str = "") -> str:
+    return f"<|open|>{name}{head}<|sep|>{body}<|close|>{name}<|sep|>"
+
+
+# fmt: off
+K3_VALUES = [
+    "x", "", " ", "City 0 Zürich", "42", " 42 ", "-0", "007", "1e3", "3.50", "true", "null",
+    '{"a": [1, 2]}', "[1,", '"s"', "a\nb\t\"q\\", "\x01", "<b>&amp;</b>", "é & <x",
+    "Use `<|open|>` tags", "a<|close|>b", "<|end_of_msg|>", "<|open|>argument<|sep|>",
+    "99999999999999999999", "NaN",
+]
+K3_TYPES = [None, "string", "number", "integer", "boolean", "object", " Number ", "", "str&amp;"]
+# fmt: on
+K3_HEADS = [
+    ' tool="get_weather" index="1"',
+    ' tool="f" index="2"',
+    ' tool="f"',
+    ' tool="f" index="x"',
+    ' tool="f" index="1"',
+    ' tool="a&amp;b" index="3"',
+    ' tool=""',
+    ' tool=" "',
+    ' index="1" tool="f"',
+    ' tool="f"  index="1"',
+    " tool=f",
+    "",
+]
+
+
+@st.composite
+def k3_calls(draw: st.DrawFn) -> str:
+    """One call channel: mostly the shape the reader takes, some not (blanks inside markers,
+    other attribute orders, a second argument style, strays, missing closes)."""
+    odd = draw(st.integers(0, 5)) == 0
+    head = draw(st.sampled_from(K3_HEADS[:6] + (K3_HEADS[6:] if odd else [])))
+    body = ""
+    if draw(st.integers(0, 4)) == 0:
+        body += _k3("json", draw(st.sampled_from(['{"a": 1}', ' {"a" : "x"} ', "", " ", "[1"])))
+    else:
+        for _ in range(draw(st.integers(0, 3))):
+            key = draw(st.sampled_from(["city", "days", "a", "note", "", "k&quot;"]))
+            kind = draw(st.sampled_from(K3_TYPES))
+            attrs = f' key="{key}"' + ("" if kind is None else f' type="{kind}"')
+            if odd and draw(st.booleans()):
+                attrs = draw(st.sampled_from([f' type="x" key="{key}"', attrs + " ", " key=a"]))
+            body += draw(st.sampled_from(["", "\n", " "]))
+            body += _k3("argument", draw(st.sampled_from(K3_VALUES)), attrs)
+    if odd:
+        body += draw(
+            st.sampled_from(
+                [_k3("json", "{}"), "<|close|>argument<|sep|>", "text", "<|open|>think<|sep|>"]
+            )
+        )
+    out = _k3("call", body + draw(st.sampled_from(["", "\n"])), head)
+    if odd and draw(st.booleans()):
+        out = out.removesuffix("<|close|>call<|sep|>")
+    if odd and draw(st.booleans()):
+        out = out.replace("<|close|>argument<|sep|>", "<|close|> argument <|sep|>", 1)
+    return out
+
+
+@st.composite
+def k3_outputs(draw: st.DrawFn) -> str:
+    """Whole Kimi K3 outputs: think, response, tools channels and bare calls with blanks
+    between, stray and unknown markers, message ends, text after them; cut anywhere."""
+    prose = st.lists(
+        st.sampled_from(["Hi. ", "I'm ", '"q" ', "`", "`<|open|>tools<|sep|>`", "\n", " ",
+                         "<|open|>", "<|open|>x<|sep|>", "<|close|>", "é", "<|sep|>"]),
+        max_size=5,
+    ).map("".join)  # fmt: skip
+    pieces = []
+    for _ in range(draw(st.integers(1, 5))):
+        choice = draw(st.integers(0, 11))
+        if choice == 0:
+            pieces.append(_k3("think", draw(prose)))
+        elif choice == 1:
+            pieces.append(_k3("response", draw(prose)))
+        elif choice in (2, 3, 10, 11):
+            calls = draw(st.lists(k3_calls(), max_size=3))
+            sep = draw(st.sampled_from(["", "\n", " \n  "]))
+            pieces.append(_k3("tools", sep + sep.join(calls) + sep))
+        elif choice == 4:
+            pieces.append(draw(k3_calls()))
+        elif choice == 5:
+            pieces.append(draw(st.sampled_from(["\n", " ", "\t\r\n"])))
+        elif choice == 6:
+            pieces.append(draw(st.sampled_from(
+                ["<|close|>message<|sep|>", "<|end_of_msg|>", "<|close|>message<|sep|>tail",
+                 "<|close|>think<|sep|>", "<|open|>message<|sep|>", "<|open|>think<|sep|>",
+                 "<|open|>response<|sep|>", "<|close|>tools<|sep|>", "<|open|>nope<|sep|>",
+                 "<|open|> response <|sep|>", "<|open|>tools<|sep|>", "<|open|>response"]
+            )))  # fmt: skip
+        elif choice == 7 and draw(st.booleans()):
+            pieces.append(draw(prose))
+        else:
+            pieces.append(_k3("think", draw(prose)) + _k3("response", draw(prose)))
+    return _sometimes_cut(draw, "".join(pieces))
+
+
+def _sometimes_cut(draw: st.DrawFn, text: str) -> str:
+    """`text`, or (one in five) `text` cut anywhere (the end of output mid-way)."""
+    if draw(st.integers(0, 4)) == 0:
+        text = text[: draw(st.integers(0, len(text)))]
+    return text
+
+
+@pytest.mark.parametrize("value", K3_VALUES)
+def test_kimi_k3_each_value(value: str) -> None:
+    """Every value under every type attribute, declared string or not (`city` is declared
+    a string, `days` an integer, `note` not at all)."""
+    for key in ("city", "days", "note"):
+        for kind in K3_TYPES:
+            attrs = f' key="{key}"' + ("" if kind is None else f' type="{kind}"')
+            call = _k3("call", _k3("argument", value, attrs), ' tool="get_weather" index="1"')
+            text = _k3("response", "ok") + _k3("tools", call) + "<|end_of_msg|>"
+            kw = {**FAMILY_KW["kimi_k3"], "tools": K3_TOOLS}
+            FAST["kimi_k3"].assert_same_everywhere(text, kw)
+
+
+def test_kimi_k3_bench_cuts() -> None:
+    """The bench text cut at every marker edge and inside each value: never repaired."""
+    text, kw, _ = bench_text("kimi_k3", units=2)
+    cuts = {m.start() for m in re.finditer(r"<\|", text)}
+    cuts |= {m.end() for m in re.finditer(r"\|>", text)}
+    cuts |= {i + 3 for i in list(cuts)}
+    for cut in sorted(cuts):
+        for prompt in ({}, {"prompt": "<|open|>think<|sep|>"}):
+            fast, slow = FAST["kimi_k3"].both(text[:cut], {**kw, **prompt, "generation": 2})
+            assert fast == slow, cut
+
+
+def test_kimi_k3_reader_decides(taken: list[bool]) -> None:
+    """Taken on the common shapes (ids from `index`, made unique; a json channel's bytes
+    kept), and the engine's for a cut call and a stray marker."""
+    call = _k3("call", _k3("json", '{"a" : 1}'), ' tool="f" index="1"')
+    text = _k3("think", "t") + "\n" + _k3("response", "Use `<|open|>` x") + _k3("tools", call * 2)
+    msg = parse(text + "<|end_of_msg|>dropped", generation=2, id_factory=counter_ids(),
+                **FAMILY_KW["kimi_k3"])  # fmt: skip
+    assert [(c.id, c.arguments) for c in msg.tool_calls] == [
+        ("f:0", '{"a" : 1}'),
+        ("f:1", '{"a" : 1}'),
+    ]
+    assert (msg.content, msg.reasoning_content) == ("Use `<|open|>` x", "t")
+    parse(text[:-30], generation=2, **FAMILY_KW["kimi_k3"])
+    parse(text.replace("x<|close|>", "x<|open|>think<|sep|><|close|>"), **FAMILY_KW["kimi_k3"])
+    assert taken == [True, False, False]
+
+
+# --- Muse (a channel family: its own whole-output reader, `muse.batch_message`)
+
+MUSE_TOOLS = [tool("get_weather", city="string", days="integer"), tool("f", a="string")]
+# fmt: off
+MUSE_VALUES = [
+    "x", "", " ", "\n", "City 0 Zürich", "42", " 42 ", "-0", "007", "1e3", "3.50", "true",
+    "null", "nul", '{"a": [1, 2]}', "[1,", '"s"', ' "s" ', "a\nb\t\"q\\", "\x01",
+    "<b>&amp;</b>", "é & <x", "<atem:parameter name=\"k\">", "</atem:invoke>", "t", "-",
+    "99999999999999999999", "NaN", "\u00a0x",
+]
+# fmt: on
+MUSE_HEADS = [
+    "<|start|>assistant to=self<|message|>",
+    "<|start|>assistant to=user<|message|>",
+    "<|start|>assistant to=get_weather<|message|>",
+    "<|start|>assistant to=f<|message|>",
+    "\n<|start|>assistant to=get_weather.get_weather<|message|>",
+    "<|start|>assistant<|message|>",
+    "<|start|>assistant  to=user <|message|>",
+    "<|start|>assistant to=functions.f<|message|>",
+    "<|start|>assistant to=x",
+    "<|start|>user<|start|>",
+    " to=self<|message|>",
+    "to=get_weather<|message|>",
+    "<|message|>",
+]
+
+
+@st.composite
+def atem_bodies(draw: st.DrawFn) -> str:
+    """A tool body: invokes in the common shape, some not (text between tags, a blank or
+    quoted name, malformed parameters, missing closes)."""
+    odd = draw(st.integers(0, 5)) == 0
+    out = draw(st.sampled_from(["<atem:function_calls>\n", "", "\n"]))
+    for _ in range(draw(st.integers(0, 3))):
+        name = draw(st.sampled_from(["get_weather", "f", "get_weather.get_weather", "g"]))
+        if odd:
+            name = draw(st.sampled_from([name, "", " ", "a>b"]))
+        out += f'<atem:invoke name="{name}">' + draw(st.sampled_from(["\n", "", " "]))
+        for _ in range(draw(st.integers(0, 3))):
+            key = draw(st.sampled_from(["city", "days", "a", "note", ""]))
+            tag = f'<atem:parameter name="{key}">'
+            if draw(st.integers(0, 5)) == 0:
+                tag = draw(st.sampled_from([f"<atem:parameter name='{key}'>",
+                                            f'<atem:parameter  name = "{key}" >']))  # fmt: skip
+            out += tag + draw(st.sampled_from(MUSE_VALUES)) + "</atem:parameter>"
+            out += draw(st.sampled_from(["\n", ""]))
+        if odd:
+            out += draw(st.sampled_from(["text", "<atem:parameter>", "<x>", ""]))
+        out += "</atem:invoke>" if not (odd and draw(st.booleans())) else ""
+        out += draw(st.sampled_from(["\n", ""]))
+    return out + draw(st.sampled_from(["</atem:function_calls>", "", "</atem:function_calls>\n"]))
+
+
+@st.composite
+def muse_outputs(draw: st.DrawFn) -> str:
+    """Whole Muse outputs: messages of every recipient with prose (quotes, code, quoted
+    header markers) or ATEM bodies, blanks or text between them, end markers or none; cut
+    anywhere."""
+    prose = st.lists(
+        st.sampled_from(["Hi. ", "I'm ", '"q" ', "`", "`<|start|>`", "\n", " ", "é",
+                         "<|start|>", '"<|start|>assistant to=f<|message|>"', "<", "to=x "]),
+        max_size=5,
+    ).map("".join)  # fmt: skip
+    out = ""
+    for i in range(draw(st.integers(1, 5))):
+        head = draw(st.sampled_from(MUSE_HEADS[:5] if draw(st.integers(0, 4)) else MUSE_HEADS))
+        if i == 0 and draw(st.booleans()):
+            head = draw(st.sampled_from([" to=self<|message|>", " to=get_weather<|message|>"]))
+        body = draw(atem_bodies()) if "to=get" in head or "to=f" in head else draw(prose)
+        end = draw(st.sampled_from(["<|eom|>", "<|eom|>", "<|eot|>", "<|eom|>\n", ""]))
+        out += head + body + end
+        if draw(st.integers(0, 6)) == 0:
+            out += draw(st.sampled_from(["text", "\n\n", "<|eom|>", "<|message|>"]))
+    return _sometimes_cut(draw, out)
+
+
+CHANNEL_OUTPUTS = {"kimi_k3": (k3_outputs, K3_TOOLS), "muse": (muse_outputs, MUSE_TOOLS)}
+
+
+@pytest.mark.parametrize("family", list(CHANNEL_OUTPUTS))
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data(), tools=st.booleans())
+def test_generated_channel_outputs(family: str, data: st.DataObject, tools: bool) -> None:
+    outputs, declared = CHANNEL_OUTPUTS[family]
+    text = data.draw(outputs())
+    kw = {**FAMILY_KW[family], **({"tools": declared} if tools else {})}
+    FAST[family].assert_same_everywhere(text, kw)
+
+
+@pytest.mark.parametrize("value", MUSE_VALUES)
+def test_muse_each_value(value: str) -> None:
+    """Every value, declared a string (`city`), an integer (`days`) or not at all (`note`),
+    with and without tools declared."""
+    for key in ("city", "days", "note"):
+        param = f'<atem:parameter name="{key}">{value}</atem:parameter>'
+        body = f'<atem:function_calls>\n<atem:invoke name="get_weather">\n{param}\n'
+        text = f"<|start|>assistant to=get_weather<|message|>{body}</atem:invoke><|eom|>"
+        for tools in ({}, {"tools": MUSE_TOOLS}):
+            FAST["muse"].assert_same_everywhere(text, {**FAMILY_KW["muse"], **tools})
+
+
+def test_muse_bench_cuts() -> None:
+    """The bench text cut at every marker and tag edge: never repaired."""
+    text, kw, _ = bench_text("muse", units=2)
+    cuts = {m.start() for m in re.finditer(r"<", text)} | {m.end() for m in re.finditer(">", text)}
+    cuts |= {i + 3 for i in list(cuts)}
+    for cut in sorted(cuts):
+        for tools in ({}, {"tools": MUSE_TOOLS}):
+            fast, slow = FAST["muse"].both(text[:cut], {**kw, **tools, "generation": 2})
+            assert fast == slow, cut
+
+
+def test_muse_reader_decides(taken: list[bool]) -> None:
+    """Taken on the common shapes (a quoted header marker in content is text; a doubled
+    namespace is the declared tool), the engine's for a header that ends a body without its
+    end marker and for a cut invoke."""
+    call = '<atem:invoke name="f.f"><atem:parameter name="a">1</atem:parameter></atem:invoke>'
+    text = (
+        " to=self<|message|>t<|eom|>\n<|start|>assistant to=user<|message|>Use `<|start|>`.<|eom|>"
+        f"<|start|>assistant to=f.f<|message|>{call}<|eom|>"
+    )
+    msg = parse(text, generation=2, id_factory=counter_ids(), tools=MUSE_TOOLS,
+                **FAMILY_KW["muse"])  # fmt: skip
+    assert [(c.name, c.arguments) for c in msg.tool_calls] == [("f", '{"a":"1"}')]
+    assert (msg.content, msg.reasoning_content) == ("Use `<|start|>`.", "t")
+    parse(text.replace("t<|eom|>", "t"), generation=2, **FAMILY_KW["muse"])
+    parse(text[:-30], generation=2, **FAMILY_KW["muse"])
+    assert taken == [True, False, False]
+
+
+@pytest.mark.parametrize("quote", ["`", '"', "'", "``", "```\n"])
+@pytest.mark.parametrize("count", [1, 9, 12])
+def test_muse_many_quoted_headers(quote: str, count: int) -> None:
+    """Quoted header markers past the shortcut's recheck bound (the tracker takes over), in
+    every quote style, then an unquoted one or none."""
+    close = quote.rstrip("\n")
+    quoted = f"see {quote}<|start|>{close} and "
+    for tail in ("", "<|start|>assistant to=user<|message|>x"):
+        text = f"<|start|>assistant to=user<|message|>{quoted * count}{tail}<|eom|>"
+        FAST["muse"].assert_same_everywhere(text)
+
+
+@pytest.mark.parametrize("length", [1, 243, 244, 300])
+def test_muse_header_length(length: int) -> None:
+    """Headers up to `_MAX_HEADER` characters and past it (then text), `<|start|>` or bare."""
+    name = "f" * length
+    for head in (f"<|start|>assistant to={name}", f" to={name}", f"<|start|>assistant {name}"):
+        call = '<atem:invoke name="f"></atem:invoke>'
+        text = f"{head}<|message|>{call}<|eom|><|start|>assistant to=user<|message|>y<|eom|>"
+        FAST["muse"].assert_same_everywhere(text, {**FAMILY_KW["muse"], "tools": MUSE_TOOLS})
