@@ -746,7 +746,7 @@ class KimiK3Machine(FamilyMachine):
 _B_TEXT = r"[^<]*+(?:<(?!\|(?:open|close|end_of_msg)\|>)[^<]*+)*+"  # up to the next token
 _B_TOP = re.compile(
     r"[ \t\r\n]*+(?:(?P<eof>\Z)|(?P<stop><\|close\|>message<\|sep\|>|<\|end_of_msg\|>)"
-    r"|<\|open\|>(?:(?P<think>think)|(?P<response>response)|(?P<tools>tools))<\|sep\|>"
+    r"|<\|open\|>(?:(?P<thought>think)|(?P<response>response)|(?P<tools>tools))<\|sep\|>"
     r"|(?P<call>(?=<\|open\|>call )))"
 )
 _B_TOOLS = re.compile(
@@ -794,7 +794,7 @@ def batch_message(
             return None  # text outside the channels, another marker: the engine's
         kind = m.lastgroup
         pos = m.end()
-        if kind == "think":
+        if kind == "thought":
             pos = _batch_prose(text, pos, _THINK_CLOSE, thought, names)
         elif kind == "response":
             pos = _batch_prose(text, pos, _RESPONSE_CLOSE, content, names)
