@@ -137,7 +137,11 @@ class Aggregate:
 
 def stream(chunks: Iterable[str], *, finish_reason: str = "stop", **kwargs: Any) -> ParsedMessage:
     """Feed `chunks` to a `StreamParser` (same keyword arguments) and aggregate the deltas."""
-    parser = StreamParser(**kwargs)
+    return _aggregate(StreamParser(**kwargs), chunks, finish_reason)
+
+
+def _aggregate(parser: StreamParser, chunks: Iterable[str], finish_reason: str) -> ParsedMessage:
+    """Feed `chunks` to `parser`, finish it, and aggregate the deltas."""
     agg = Aggregate()
     for chunk in chunks:
         agg.add(parser.feed(chunk))
@@ -203,10 +207,7 @@ def parse_text(
         return found
     if parser is None:
         parser = StreamParser(plan=plan, id_factory=id_factory)
-    agg = Aggregate()
-    agg.add(parser.feed(text))
-    agg.add(parser.finish(finish_reason))
-    return agg.message(parser.finish_reason, parser.route)
+    return _aggregate(parser, (text,), finish_reason)
 
 
 def _leading_close_markers(reasoning_parser: str | None) -> tuple[str, str] | None:
