@@ -52,6 +52,7 @@ def json_string(text: str) -> str:
 
 
 _BARE_STOP = re.compile(r"[,}\]<]")
+_NAME_RUN = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 def bare_value_json(token: str) -> str:
@@ -100,19 +101,22 @@ class CallScanner(Record):
     verbatim.
     """
 
+    # Growing text is kept as a list of pieces joined once when read: `self.x += piece` on an
+    # attribute copies the whole string each time (CPython extends in place only a local
+    # variable), which made a long bare value, key, name or call quadratic across feeds.
     name: str | None
     # The call looks real: its first `key:` (or its closing brace) arrived. Before that a
     # failure is "not a call" and the engine returns the text verbatim.
     committed: bool
     fragments: list[str]  # argument JSON pieces not yet taken
     mode: Mode
-    raw: str
+    _raw: list[str]
     _buf: str  # fed but undecided text (a possible marker prefix), part of `raw`
-    _name: str
+    _name: list[str]
     _stack: list[_Frame]
-    _key: str
+    _key: list[str]
     _string_is_key: bool
-    _bare: str
+    _bare: list[str]
     _pending: str  # separator/key written with the next value's first output
 
     def __init__(self) -> None:
@@ -120,14 +124,19 @@ class CallScanner(Record):
         self.committed = False
         self.fragments = []
         self.mode = "prefix"
-        self.raw = ""
+        self._raw = []
         self._buf = ""
-        self._name = ""
+        self._name = []
         self._stack = []
-        self._key = ""
+        self._key = []
         self._string_is_key = False
-        self._bare = ""
+        self._bare = []
         self._pending = ""
+
+    @property
+    def raw(self) -> str:
+        """The call's decided text so far (after `<|tool_call>`)."""
+        return "".join(self._raw)
 
     @property
     def finished(self) -> bool:
@@ -146,9 +155,9 @@ class CallScanner(Record):
         self._buf = ""
         stop = self._scan(text)
         if self.finished:
-            self.raw += text[:stop]
+            self._raw.append(text[:stop])
             return text[stop:]
-        self.raw += text[: len(text) - len(self._buf)]
+        self._raw.append(text[: len(text) - len(self._buf)])
         return ""
 
     def string_run(self, chunk: str) -> str | None:
@@ -165,7 +174,7 @@ class CallScanner(Record):
             or "<" in chunk
         ):
             return None
-        self.raw += chunk
+        self._raw.append(chunk)
         return escape_text(chunk)
 
     @property
@@ -213,7 +222,7 @@ class CallScanner(Record):
                     return i + len(token)
                 if token or mode != "bare":
                     return self._fail(i)
-                self._bare += "<"  # a plain `<` inside a bare word
+                self._bare.append("<")  # a plain `<` inside a bare word
                 i += 1
                 continue
             if mode == "prefix":
@@ -225,17 +234,19 @@ class CallScanner(Record):
                 expected = CALL_PREFIX[len(self._name)]
                 if c != expected:
                     return self._fail(i)
-                self._name += c
+                self._name.append(c)
                 if len(self._name) == len(CALL_PREFIX):
-                    self._name = ""
+                    self._name = []
                     self.mode = "name"
                 i += 1
             elif mode == "name":
                 if c in _NAME_CHARS:
-                    self._name += c
-                    i += 1
+                    m = _NAME_RUN.match(text, i)
+                    assert m is not None
+                    self._name.append(m.group())
+                    i = m.end()
                 elif c == "{" and self._name:
-                    self.name = self._name
+                    self.name = "".join(self._name)
                     self._push("obj")
                     self.mode = "body"
                     i += 1
@@ -248,7 +259,7 @@ class CallScanner(Record):
                 if c in _WS:
                     i += 1
                 elif c == "{":
-                    self.name = self._name
+                    self.name = "".join(self._name)
                     self._push("obj")
                     self.mode = "body"
                     i += 1
@@ -267,7 +278,7 @@ class CallScanner(Record):
                 # copies the growing word each time (quadratic on a long bare run)
                 m = _BARE_STOP.search(text, i + 1)
                 j = m.start() if m is not None else n
-                self._bare += text[i:j]
+                self._bare.append(text[i:j])
                 i = j
             elif not self._body_char(c):
                 return self._fail(i)
@@ -295,7 +306,7 @@ class CallScanner(Record):
         complete trailing number or literal (`x:1` cut by the end of output) is kept."""
         out = '"' if self.mode == "string" and not self._string_is_key else ""
         if self.mode == "bare":
-            token = self._bare.strip()
+            token = "".join(self._bare).strip()
             if _JSON_NUMBER.fullmatch(token) or token.lower() in ("true", "false", *_NULLS):
                 out = self._pending + bare_value_json(token)
         return out + "".join("}" if f.kind == "obj" else "]" for f in reversed(self._stack))
@@ -339,7 +350,7 @@ class CallScanner(Record):
                     return True
                 if c in _KEY_STOP:
                     return False
-                self._key = c
+                self._key = [c]
                 frame.state = "key_bare"
                 return True
             if frame.state == "key_bare":
@@ -348,7 +359,7 @@ class CallScanner(Record):
                     return True
                 if c in _KEY_STOP:
                     return False
-                self._key += c
+                self._key.append(c)
                 return True
             if frame.state == "colon":
                 if c in _WS:
@@ -395,8 +406,8 @@ class CallScanner(Record):
 
     def _emit_key(self) -> None:
         frame = self._stack[-1]
-        key = self._key.strip()
-        self._key = ""
+        key = "".join(self._key).strip()
+        self._key = []
         sep = "," if frame.count else ""
         frame.count += 1
         self.committed = True
@@ -413,14 +424,14 @@ class CallScanner(Record):
             self._push("arr")
         else:
             self.mode = "bare"
-            self._bare = c
+            self._bare = [c]
         return True
 
     def _string_open(self) -> bool:
         frame = self._stack[-1]
         if frame.kind == "obj" and frame.state == "key":
             self._string_is_key = True
-            self._key = ""
+            self._key = []
         elif frame.state == "value":
             self._string_is_key = False
             self._begin_value()
@@ -432,7 +443,7 @@ class CallScanner(Record):
 
     def _string_text(self, text: str) -> None:
         if self._string_is_key:
-            self._key += text
+            self._key.append(text)
         else:
             self.fragments.append(escape_text(text))
 
@@ -444,6 +455,6 @@ class CallScanner(Record):
         self.fragments.append('"')
 
     def _bare_close(self) -> None:
-        self._out(bare_value_json(self._bare))
-        self._bare = ""
+        self._out(bare_value_json("".join(self._bare)))
+        self._bare = []
         self.mode = "body"
