@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 Mode = Literal["content", "reasoning", "call", "jail"]
 _WS = " \t\r\n"
 _BLANKS = " \t\r"  # blanks that do not change quote state (a newline does)
+# Held-back text at least this long takes the general path, where a run of blanks is held in
+# pieces (`_hold_blanks`); shorter holds (a marker prefix, a few blanks) are cheap to rescan.
+_LONG_HELD = 64
 _new = object.__new__
 _NO_MARKERS = MarkerSet(())
 
@@ -192,6 +195,8 @@ class MarkerMachine(FamilyMachine):
         self._lead_opens = lead_opens if self._mode == "reasoning" else _NO_MARKERS
         self._quotes = QuoteTracker() if self._v2 else None
         self._buf = ""  # held back: a possible marker prefix, or leading whitespace (guided)
+        # Blank chunks fed while `_buf` is only blanks, kept apart (see `_hold_blanks`)
+        self._more_blanks: list[str] = []
         self._answer_started = False
         # Whitespace right before a call start, and between a call and the end of output, is
         # markup, not content (`text. <tool_call>` gives content `text.`).
@@ -215,11 +220,39 @@ class MarkerMachine(FamilyMachine):
     # -- public --
 
     def feed(self, text: str) -> list[Event]:
+        if self._hold_blanks(text):
+            return []
         events: list[Event] = []
         data, self._buf = self._buf + text, ""
         self._run(data, events, final=False)
         self._plain_re = self._plain_state()
         return events
+
+    def _hold_blanks(self, text: str) -> bool:
+        """True when `text` (only blanks) just joins held-back blanks. In prose a held run of
+        blanks stays held while more blanks come (they may precede a call start, and no marker
+        begins with a blank), so rescanning the whole run with each chunk was quadratic: a
+        model streaming 20,000 spaces cost seconds. The chunks wait in a list, joined once when
+        something else arrives; the result is what feeding them one by one gives."""
+        more = self._more_blanks
+        if more:
+            if text and not text.strip(_WS):
+                more.append(text)
+                return True
+            self._buf += "".join(more)
+            more.clear()
+            return False
+        buf = self._buf
+        if (
+            len(buf) >= _LONG_HELD
+            and self._mode in ("content", "reasoning")
+            and text
+            and not text.strip(_WS)
+            and not buf.strip(_WS)
+        ):
+            more.append(text)
+            return True
+        return False
 
     def fast_feed(
         self, emitter: Emitter, general: Callable[[str], list[Delta]]
@@ -243,6 +276,9 @@ class MarkerMachine(FamilyMachine):
         `StreamParser.feed` gives its argument, since this function is bound as it.)
         """
         text = chunk
+        if self._more_blanks or len(self._buf) >= _LONG_HELD:
+            # a long held run (the fast paths below rescan what is held)
+            return feed_in_pieces(self.feed, self._push, text)
         rx = self._plain_re
         if rx is not None and rx.search(text) is None and 0 < len(text) <= PIECE:
             # the commonest chunk: prose without a character that matters, after nothing or
@@ -347,7 +383,8 @@ class MarkerMachine(FamilyMachine):
 
     def finish(self, reason: str = "stop") -> list[Event]:
         events: list[Event] = []
-        data, self._buf = self._buf, ""
+        data, self._buf = self._buf + "".join(self._more_blanks), ""
+        self._more_blanks.clear()
         self._run(data, events, final=True)
         return events
 
