@@ -27,6 +27,7 @@ import argparse
 import gc
 import json
 import re
+import statistics
 import sys
 import time
 from collections.abc import Callable
@@ -260,33 +261,58 @@ ADVERSARIAL: dict[str, tuple[dict[str, Any], dict[str, Shape]]] = {
 }
 
 
-def adversarial(chars: int, repeat: int) -> bool:
+def adversarial(chars: int, rounds: int) -> bool:
     """Growth of the cost from ~`chars` to 10x that, per shape, family and generation; prints
-    the worst shape per family. True when every growth is within 12x."""
-    print(f"\nadversarial shapes: cost of 10x the input (~{chars} -> ~{chars * 10} chars)")
-    print(f"{'family':<12} {'worst shape':<14} {'gen':>3} {'1x ms':>8} {'10x ms':>8} {'growth':>7}")
+    the worst shape per family. True when every growth is within 12x.
+
+    The machine's speed drifts by up to 1.7x over seconds here (a shared VM), so the best small
+    and best big times of separate rounds can come from different speeds. Each round therefore
+    times the big text between two runs of the small one (10 parses each, about as long as one
+    big parse), and the growth is the median over the rounds of big / mean(small before,
+    small after): a drift cancels within a round, and one slow round does not decide."""
+    print(
+        f"\nadversarial shapes: cost of 10x the input (~{chars} -> ~{chars * 10} chars; median "
+        f"of {rounds} paired rounds)"
+    )
+    print(
+        f"{'family':<12} {'worst shape':<14} {'gen':>3} {'1x ms':>8} {'10x ms':>8} "
+        f"{'growth':>7} {'rounds':>11}"
+    )
     ok = True
     for family, (kw, shapes) in ADVERSARIAL.items():
-        worst: tuple[float, str, int, float, float] | None = None
+        worst: tuple[float, str, int, float, float, list[float]] | None = None
         for shape, make in shapes.items():
             k = max(chars // max(len(make(1)) - len(make(0)), 1), 1)
             small, big = make(k), make(k * 10)
             for gen in (2,) if family == "muse" else (1, 2):
                 gkw = {**kw, "generation": gen}
                 run_gen(gkw, small)  # warm-up
-                t1 = t10 = float("inf")
-                for _ in range(repeat):
-                    t1 = min(t1, run_gen(gkw, small, times=10))
-                    t10 = min(t10, run_gen(gkw, big))
-                growth = t10 / t1
+                run_gen(gkw, big)
+                growths: list[float] = []
+                t1s: list[float] = []
+                t10s: list[float] = []
+                for _ in range(rounds):
+                    before = run_gen(gkw, small, times=10)
+                    t10 = run_gen(gkw, big)
+                    t1 = (before + run_gen(gkw, small, times=10)) / 2
+                    growths.append(t10 / t1)
+                    t1s.append(t1)
+                    t10s.append(t10)
+                growth = statistics.median(growths)
                 if worst is None or growth > worst[0]:
-                    worst = (growth, shape, gen, t1, t10)
+                    worst = (growth, shape, gen, min(t1s), min(t10s), growths)
         assert worst is not None
-        growth, shape, gen, t1, t10 = worst
+        growth, shape, gen, t1, t10, growths = worst
         ok = ok and growth <= 12
+        spread = f"{min(growths):.1f}-{max(growths):.1f}x"
         print(
-            f"{family:<12} {shape:<14} {gen:>3} {t1 * 1e3:>8.2f} {t10 * 1e3:>8.2f} {growth:>6.1f}x"
+            f"{family:<12} {shape:<14} {gen:>3} {t1 * 1e3:>8.2f} {t10 * 1e3:>8.2f} "
+            f"{growth:>6.1f}x {spread:>11}"
         )
+    print(
+        "growth: median over the rounds of the 10x time / the mean of the 1x times timed just "
+        "before and after it; rounds: the least and greatest round"
+    )
     print(f"linear on adversarial input (10x <= 12x): {'met' if ok else 'NOT MET'}")
     return ok
 
@@ -507,7 +533,7 @@ def main() -> int:
     )
     args = ap.parse_args()
     if args.adversarial_only:
-        return 0 if adversarial(5000 if args.quick else 20000, 2 if args.quick else 3) else 1
+        return 0 if adversarial(5000 if args.quick else 20000, 3 if args.quick else 5) else 1
     units, repeat = (8, 3) if args.quick else (30, 15)
     # The least a feed costs: 4-char chunks of prose with no marker, quote or blank run
     # (the streaming fast path) through the public StreamParser.feed.
@@ -587,7 +613,7 @@ def main() -> int:
     )
     print(f"linear (10x <= 11x): {'met' if linear_ok else 'NOT MET'}")
     print(f"batch as fast as the floor (>= 1.0): {'met' if floor_ok else 'NOT MET'}")
-    adversarial_ok = adversarial(5000 if args.quick else 20000, 2 if args.quick else 3)
+    adversarial_ok = adversarial(5000 if args.quick else 20000, 3 if args.quick else 5)
     return 0 if linear_ok and adversarial_ok else 1
 
 
