@@ -93,7 +93,10 @@ class HermesScanner(CallScanner):
         self._obj = JsonCallObject()
         self._fed: list[str] = []
         self._after = False  # the object is complete; expecting `</tool_call>`
-        self._tail = ""  # after the object: whitespace and a possible closer prefix
+        # After the object: its blanks (pieces, joined once: rescanning a long run of them
+        # with each chunk was quadratic) and a possible closer prefix after them
+        self._blanks: list[str] = []
+        self._partial = ""
 
     def _force(self, events: list[Event]) -> None:
         events.extend(self._obj.force_close(OPEN + "".join(self._fed)))
@@ -124,23 +127,24 @@ class HermesScanner(CallScanner):
             if not self._obj.done:
                 return ScanResult(events)
             self._after = True
-        data = self._tail + text[i:]
-        j = 0
-        while j < len(data) and data[j] in _WS:
-            j += 1
-        rest = data[j:]
+        data = text[i:]
+        if self._partial:
+            rest = self._partial + data
+        else:
+            rest = data.lstrip(_WS)
+            self._blanks.append(data[: len(data) - len(rest)])
         if rest.startswith(CLOSE):
             return ScanResult(events, "done", rest[len(CLOSE) :])
         if rest and not _CLOSE_SET.is_partial(rest):
             # no closer: the whitespace after the call stays content (lossless)
-            return ScanResult(events, "done", data)
-        self._tail = data
+            return ScanResult(events, "done", "".join(self._blanks) + rest)
+        self._partial = rest
         return ScanResult(events)
 
     def finish(self) -> ScanResult:
         if self._after:
             # blanks after the object at the end of output: the engine's blank rule decides
-            return ScanResult([], "done", self._tail)
+            return ScanResult([], "done", "".join(self._blanks) + self._partial)
         if not self._obj.committed:
             return ScanResult([], "reject", "".join(self._fed))
         events: list[Event] = []
