@@ -100,7 +100,9 @@ class JsonValueReader:
         self._esc = False
         self._uni: str | None = None  # hex digits of a \\u escape being read
         self._hi: str | None = None  # a high surrogate waiting for its low half
-        self._tok = ""  # number or literal being read
+        # number or literal being read, in pieces (joined when it ends: `+=` on an attribute
+        # copies the whole token per character, quadratic on a long number)
+        self._tok: list[str] = []
         self._keybuf: list[str] = []
         # Separator and key not yet written: they go out with the first output of the next
         # value, so the output never ends in a dangling "," or "key": (see closers()).
@@ -124,7 +126,8 @@ class JsonValueReader:
             self._expect = "comma"
 
     def _finish_token(self) -> str:
-        tok, self._tok = self._tok, ""
+        tok = "".join(self._tok)
+        self._tok = []
         if tok in _LITERALS or _NUMBER.match(tok):
             self._value_done()
             pre, self._pending = self._pending, ""
@@ -293,20 +296,24 @@ class JsonValueReader:
             c = text[i]
             if self._tok:
                 if c in _NUM_CHARS or c.isalpha():
-                    self._tok += c
+                    self._tok.append(c)
                     i += 1
                     continue
                 out.append(self._finish_token())
                 continue  # re-read c in the new state
             if c in _WS:
-                i += 1
+                # the whole run at once (`+=` per character on an attribute is quadratic)
+                j = i + 1
+                while j < n and text[j] in _WS:
+                    j += 1
                 if self.keep_space and self._stack:
                     # blanks inside the value are kept as written (separators included);
                     # after a pending separator or key they wait with it
                     if self._pending:
-                        self._pending += c
+                        self._pending += text[i:j]
                     else:
-                        out.append(c)
+                        out.append(text[i:j])
+                i = j
                 continue
             if not self.first:
                 self.first = c
@@ -377,7 +384,7 @@ class JsonValueReader:
                 continue
             if c in _NUM_CHARS or c.isalpha():
                 self._pending = pre  # written with the token once it is complete
-                self._tok = c
+                self._tok = [c]
                 i += 1
                 continue
             self._fail(f"unexpected character {c!r}")
@@ -397,7 +404,7 @@ class JsonValueReader:
     @property
     def pending_token(self) -> str:
         """A number or literal read but not yet complete (not yet in the output)."""
-        return self._tok
+        return "".join(self._tok)
 
     def closers(self) -> str:
         """Text closing the unfinished value so the output so far becomes valid JSON.
@@ -407,8 +414,9 @@ class JsonValueReader:
         if self.done:
             return ""
         out = '"' if self._in_string and not self._in_key else ""
-        if self._tok and (self._tok in _LITERALS or _NUMBER.match(self._tok)):
-            out = self._pending + self._tok  # a number cut by the end of output is complete
+        tok = "".join(self._tok)
+        if tok and (tok in _LITERALS or _NUMBER.match(tok)):
+            out = self._pending + tok  # a number cut by the end of output is complete
         return out + "".join("}" if b == "{" else "]" for b in reversed(self._stack))
 
 

@@ -256,7 +256,10 @@ class _ValueEnd:
             if m is None:
                 if final:
                     return self._fallback(len(t), cut=True)
-                return self._release(_VALUE_MARKS.holdback(t, self.pos)), None, 0
+                # nothing before the holdback can start a mark: the next scan starts there
+                # (rescanning held text from the last mark with each chunk was quadratic)
+                self.pos = _VALUE_MARKS.holdback(t, self.pos)
+                return self._release(self.pos), None, 0
             i, tag = m.start(), m.group()
             after = i + len(tag)
             if tag == PARAMETER:
