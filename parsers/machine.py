@@ -37,7 +37,7 @@ from parsers.families.base import (
 )
 from parsers.guided import GuidedScanner
 from parsers.plan import ParsePlan
-from parsers.scan import MarkerSet, QuoteTracker
+from parsers.scan import BlankRuns, MarkerSet, QuoteTracker
 from parsers.types import Delta, content_delta, reasoning_delta
 
 if TYPE_CHECKING:
@@ -49,8 +49,6 @@ _BLANKS = " \t\r"  # blanks that do not change quote state (a newline does)
 # Held-back text at least this long takes the general path, where a run of blanks is held in
 # pieces (`_hold_blanks`); shorter holds (a marker prefix, a few blanks) are cheap to rescan.
 _LONG_HELD = 64
-# Blanks in a row inside a call after which blank chunks reach the scanner batched (`_scan`)
-_BLANK_BATCH = 256
 _new = object.__new__
 _NO_MARKERS = MarkerSet(())
 
@@ -206,10 +204,7 @@ class MarkerMachine(FamilyMachine):
         self._paired = 0  # rejected call regions whose close is still to come (text, not markup)
         # call region state
         self._scanner: CallScanner | None = None
-        # A run of blank chunks inside a call region (see `_scan`)
-        self._blank_run = 0  # blank characters given to the scanner in a row
-        self._blank_wait: list[str] = []
-        self._blank_waiting = 0
+        self._blanks = BlankRuns()  # a run of blank chunks inside a call region
         # the current region's start marker with the blanks before it (markup; text again if
         # the region is rejected)
         self._start = ""
@@ -357,7 +352,12 @@ class MarkerMachine(FamilyMachine):
                 ):
                     self._buf = data
                     return []
-        elif self._mode == "call" and not self._buf and not self._blank_wait:
+        elif (
+            self._mode == "call"
+            and not self._buf
+            and not self._blanks.waiting
+            and not (text[-1] in _WS and not text.strip(_WS))  # blanks go through `_scan`
+        ):
             sc = self._scanner
             assert sc is not None
             fragment = sc.stream(text)
@@ -583,7 +583,7 @@ class MarkerMachine(FamilyMachine):
     ) -> None:
         self._start = start
         self._return = ret
-        self._blank_run = 0
+        self._blanks.reset()
         if self._v2:
             self._scanner = factory()
             self._mode = "call"
@@ -611,31 +611,15 @@ class MarkerMachine(FamilyMachine):
         return self._region_result(res, events)
 
     def _scan(self, sc: CallScanner, data: str, final: bool) -> ScanResult:
-        """`sc.feed(data)`, except in a long run of blank chunks. A scanner holds blanks
-        between tags until what follows decides (a tag, a value, the end of the call) and may
-        look at all it holds on each feed; fed a few characters at a time, a run of 20,000
-        blanks then cost seconds. Past `_BLANK_BATCH` blanks in a row, blank chunks wait
-        until they are as many as the run so far, so the scanner sees the run in doubling
-        batches: linear in all. The text and its order are the same (chunk invariance)."""
-        if data and not data.strip(_WS) and not final:
-            if self._blank_run >= _BLANK_BATCH:
-                self._blank_wait.append(data)
-                self._blank_waiting += len(data)
-                if self._blank_waiting < self._blank_run:
-                    return ScanResult([])
-                data = self._take_blank_wait()
-            self._blank_run += len(data)
-            return sc.feed(data)
-        if self._blank_wait:
-            data = self._take_blank_wait() + data
-        self._blank_run = 0
+        """`sc.feed(data)`, a long run of blank chunks in doubling batches (`BlankRuns`)."""
+        if final:
+            data = self._blanks.flush() + data
+        else:
+            taken = self._blanks.take(data)
+            if taken is None:
+                return ScanResult([])
+            data = taken
         return sc.feed(data) if data else ScanResult([])
-
-    def _take_blank_wait(self) -> str:
-        data = "".join(self._blank_wait)
-        self._blank_wait.clear()
-        self._blank_waiting = 0
-        return data
 
     def _region_result(self, res: ScanResult, events: list[Event]) -> tuple[bool, str]:
         """Takes the scanner's result: (whether the region is over, the text after it)."""

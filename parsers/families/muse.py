@@ -46,7 +46,7 @@ from parsers.families.base import (
 from parsers.families.muse_atem import AtemScanner, batch_calls
 from parsers.guided import GuidedScanner
 from parsers.plan import ParsePlan
-from parsers.scan import MarkerSet, QuoteTracker
+from parsers.scan import BlankRuns, MarkerSet, QuoteTracker
 
 START = "<|start|>"
 MESSAGE = "<|message|>"
@@ -193,19 +193,24 @@ class MuseMachine(FamilyMachine):
         # tool message (like blanks before a call start in the marker families), else text.
         self._ws_hold = ""
         self._ws_channel: Channel = "content"
+        self._blank_runs = BlankRuns()  # held blanks are rescanned per feed: batch long runs
         if plan.start_in_reasoning:
             self._open_body(SELF if plan.reasoning_channel else USER, [])
 
     # -- FamilyMachine ---------------------------------------------------------------------
 
     def feed(self, text: str) -> list[Event]:
+        taken = self._blank_runs.take(text)
+        if taken is None:
+            return []
         out: list[Event] = []
-        self._buf += text
+        self._buf += taken
         self._run(out, final=False)
         return out
 
     def finish(self, reason: str = "stop") -> list[Event]:
         out: list[Event] = []
+        self._buf += self._blank_runs.flush()
         self._run(out, final=True)
         if self._mode == "header":
             self._release_ws(out, drop=False)

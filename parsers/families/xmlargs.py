@@ -58,10 +58,7 @@ def _trail_hold(text: str, trim: Trim) -> int:
     if trim == "one_newline":
         return n - 1 if text.endswith("\n") else n
     chars = "\r\n" if trim == "newlines" else _BLANKS if trim == "blanks" else ""
-    i = n
-    while i > 0 and text[i - 1] in chars:
-        i -= 1
-    return i
+    return len(text.rstrip(chars)) if chars else n  # (not a loop: the run may be long)
 
 
 def decode_entities(text: str) -> str:
