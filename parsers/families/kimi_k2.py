@@ -551,7 +551,9 @@ class _Scanner(CallScanner):
         self._call: _Call | None = None if self._section else self._new_call()
         self._buf = ""
         self._run_started = False  # the current run of section text has non-blank text
-        self._blanks = ""  # trailing blanks of that run: layout if a marker follows
+        # trailing blanks of that run: layout if a marker follows (pieces: `+=` on an
+        # attribute copied the whole run per chunk)
+        self._blanks: list[str] = []
         self._emitted = False
 
     def _new_call(self) -> _Call:
@@ -669,12 +671,13 @@ class _Scanner(CallScanner):
             self._run_started = True
         body = text.rstrip(_WS)
         if body:
-            self._text(events, self._blanks + body)
-            self._blanks = ""
-        self._blanks += text[len(body) :]
+            self._text(events, "".join(self._blanks) + body)
+            self._blanks = []
+        if len(body) < len(text):
+            self._blanks.append(text[len(body) :])
 
     def _run_end(self) -> None:
-        self._blanks = ""
+        self._blanks = []
         self._run_started = False
 
     def _text(self, events: list[Event], text: str) -> None:

@@ -307,7 +307,9 @@ class KimiK3Machine(FamilyMachine):
         self._state: State = "think" if (self._reasoning and plan.start_in_reasoning) else "top"
         self._quotes = QuoteTracker() if self._v2 else None
         self._buf = ""
-        self._blank = ""  # held blank text of the current layout run (top/tools/call)
+        # held blank text of the current layout run (top/tools/call), in pieces: `+=` on an
+        # attribute copied the whole run per chunk (quadratic on a long run)
+        self._blank: list[str] = []
         self._run_text = False  # the current layout run has visible text: it is content
         self._answer_started = False
         self._call: _Call | None = None
@@ -560,25 +562,27 @@ class KimiK3Machine(FamilyMachine):
             self._quotes.feed(text)
         if not self._run_text:
             if not text.strip(_WS):
-                self._blank += text
+                self._blank.append(text)
                 return
             self._run_text = True
             self._answer_started = True
-            text, self._blank = (self._blank + text if top else text.lstrip(_WS)), ""
+            text = "".join(self._blank) + text if top else text.lstrip(_WS)
+            self._blank = []
         body = text.rstrip(_WS)
         if body:
-            self._text(out, self._blank + body, "content")
-            self._blank = ""
-        self._blank += text[len(body) :]
+            self._text(out, "".join(self._blank) + body, "content")
+            self._blank = []
+        if len(body) < len(text):
+            self._blank.append(text[len(body) :])
 
     def _keep_blank(self, out: list[Event]) -> None:
         """The held blanks after a text run outside the channels are content after all."""
         if self._state == "top" and self._run_text:
-            self._text(out, self._blank, "content")
-        self._blank = ""
+            self._text(out, "".join(self._blank), "content")
+        self._blank = []
 
     def _end_run(self) -> None:
-        self._blank = ""
+        self._blank = []
         self._run_text = False
 
     # -- markers --

@@ -90,14 +90,16 @@ class AtemScanner(Record):
     calls: int  # complete invokes so far
     _buf: str
     _mode: Literal["top", "invoke", "value"]
-    _invoke_raw: str  # the current invoke's text, returned verbatim if it fails
+    # Growing text is kept in pieces, joined when read (`+=` on an attribute copies it all)
+    _invoke_raw: list[str]  # the current invoke's text, returned verbatim if it fails
     _params: int
-    _value: str  # raw value text of the current parameter
+    _value: list[str]  # raw value text of the current parameter
     _value_is_string: bool | None  # None: undecided (leading blanks / JSON start)
-    _value_sent: int  # characters of _value already streamed as string text
+    _value_sent: int  # pieces of _value already streamed as string text
     _pending: str  # separator and key, written with the value's first output
     _name: str  # the current invoke's name
     _committed: bool  # the current invoke's call went out
+    _content_run: bool  # the text run since the last tag is content (not blank layout)
     _string_param: Callable[[str, str], bool] | None
 
     def __init__(self, string_param: Callable[[str, str], bool] | None = None) -> None:
@@ -107,14 +109,15 @@ class AtemScanner(Record):
         self.calls = 0
         self._buf = ""
         self._mode = "top"
-        self._invoke_raw = ""
+        self._invoke_raw = []
         self._params = 0
-        self._value = ""
+        self._value = []
         self._value_is_string = None
         self._value_sent = 0
         self._pending = ""
         self._name = ""
         self._committed = False
+        self._content_run = False
 
     def feed(self, text: str) -> None:
         self._buf += text
@@ -168,14 +171,23 @@ class AtemScanner(Record):
         buf = self._buf
         lt = buf.find("<")
         if lt == -1 and not final:
-            return False  # a run of text is judged whole: blank layout or content
+            # A run of text is blank layout or content, judged whole; once it has something
+            # other than blanks it is content and goes out as it comes (held whole, a long
+            # run was rescanned with each chunk: quadratic).
+            if self._content_run or buf.strip():
+                self._content_run = True
+                self._text(buf)
+                self._buf = ""
+            return False
         if lt != 0:
             head = buf if lt == -1 else buf[:lt]
             # Blank text between tags is layout; other text is content, kept verbatim.
-            if head.strip():
+            if self._content_run or head.strip():
                 self._text(head)
+            self._content_run = False
             self._buf = buf[len(head) :]
             return True
+        self._content_run = False
         tag, decided = self._tag_at(buf, final, BLOCK_OPEN, BLOCK_CLOSE, INVOKE_PREFIX)
         if not decided:
             return False
@@ -191,7 +203,7 @@ class AtemScanner(Record):
                 self._text(buf[: len(INVOKE_PREFIX)])
                 self._buf = buf[len(INVOKE_PREFIX) :]
                 return True
-            self._invoke_raw = match.group(0)
+            self._invoke_raw = [match.group(0)]
             self._buf = buf[match.end() :]
             self._mode = "invoke"
             self._params = 0
@@ -216,11 +228,11 @@ class AtemScanner(Record):
         engine force-closes the call (`abort`, with the text closing its JSON).
         """
         if not self._committed:
-            self._text(self._invoke_raw)
+            self._text("".join(self._invoke_raw))
         else:
             closers = '"}' if self._mode == "value" and self._value_is_string else "}"
-            self.events.append(AtemEvent("abort", self._invoke_raw, closers))
-        self._invoke_raw = ""
+            self.events.append(AtemEvent("abort", "".join(self._invoke_raw), closers))
+        self._invoke_raw = []
         self._mode = "top"
 
     def _scan_invoke(self, final: bool) -> bool:
@@ -229,7 +241,7 @@ class AtemScanner(Record):
         while i < len(buf) and buf[i] in _WS:
             i += 1
         if i:
-            self._invoke_raw += buf[:i]
+            self._invoke_raw.append(buf[:i])
             self._buf = buf = buf[i:]
             if not buf:
                 return False
@@ -242,7 +254,7 @@ class AtemScanner(Record):
             self._emit("args", "}")
             self.events.append(AtemEvent("end", ""))
             self.calls += 1
-            self._invoke_raw = ""
+            self._invoke_raw = []
             self._mode = "top"
             return True
         if tag == PARAM_PREFIX:
@@ -252,13 +264,13 @@ class AtemScanner(Record):
             if match is not None:
                 self._commit()
                 key = _tag_name(match)
-                self._invoke_raw += match.group(0)
+                self._invoke_raw.append(match.group(0))
                 self._buf = buf[match.end() :]
                 sep = "," if self._params else ""
                 self._params += 1
                 self._pending = f"{sep}{dumps(key)}:"
                 self._mode = "value"
-                self._value = ""
+                self._value = []
                 declared = self._string_param
                 self._value_is_string = True if declared and declared(self._name, key) else None
                 if self._value_is_string:
@@ -286,11 +298,11 @@ class AtemScanner(Record):
             return False
         self._value_grow(buf[:close])
         self._buf = buf[close + len(PARAM_CLOSE) :]
-        self._invoke_raw += PARAM_CLOSE
+        self._invoke_raw.append(PARAM_CLOSE)
         if self._value_is_string:
             self._emit("args", '"')
         else:
-            self._emit("args", self._pending + value_json(self._value))
+            self._emit("args", self._pending + value_json("".join(self._value)))
             self._pending = ""
         self._mode = "invoke"
         return True
@@ -298,10 +310,10 @@ class AtemScanner(Record):
     def _value_grow(self, text: str) -> None:
         if not text:
             return
-        self._value += text
-        self._invoke_raw += text
+        self._value.append(text)
+        self._invoke_raw.append(text)
         if self._value_is_string is None:
-            head = self._value.lstrip()
+            head = "".join(self._value).lstrip()  # (blanks so far: batched by BlankRuns)
             if not head:
                 return
             self._value_is_string = head[0] not in _JSON_START
@@ -309,7 +321,7 @@ class AtemScanner(Record):
                 self._emit("args", self._pending + '"')
                 self._pending = ""
         if self._value_is_string:
-            self._emit("args", escape_text(self._value[self._value_sent :]))
+            self._emit("args", escape_text("".join(self._value[self._value_sent :])))
             self._value_sent = len(self._value)
 
 
