@@ -152,7 +152,7 @@ class GlmScanner(CallScanner):
         self._state = "name"
         self._name = ""
         self._args = ArgsJson()
-        self._key = ""
+        self._key: list[str] = []  # pieces (a long run of blanks must not be copied per chunk)
         self._pending: _PendingValue | None = None
         self._sink: ValueSink | None = None
         self._committed = False
@@ -235,11 +235,14 @@ class GlmScanner(CallScanner):
                 self._state = "key"
             elif st == "key":
                 before, tag = buf.until(_KEY_END, final)
-                self._key += before
+                if before:
+                    self._key.append(before)
                 if tag is None:
-                    if len(self._key) > _MAX_NAME:
-                        return self._abort(events)
+                    # Judged when its close arrives, never while it grows: a split then
+                    # cannot change where the call ends (the pieces make waiting linear).
                     return ScanResult(events)
+                if len("".join(self._key).strip()) > _MAX_NAME:
+                    return self._abort(events)
                 buf.take(len(tag))
                 self._state = "value_tag"
             elif st == "value_tag":
@@ -249,8 +252,8 @@ class GlmScanner(CallScanner):
                 if tag is False:
                     return self._abort(events)
                 buf.take(blanks + len(tag))
-                key = self._key.strip()
-                self._key = ""
+                key = "".join(self._key).strip()
+                self._key = []
                 prefix = self._args.key(key)
                 self._pending = _PendingValue(prefix, self._ctx.param_schema(self._name, key))
                 self._state = "pending"
@@ -390,6 +393,8 @@ def _plain_call(text: str, pos: int, ctx: CallContext) -> BatchCall | None:
     args: dict[str, Any] = {}
     for raw_key, raw in pairs:
         key = raw_key.strip()
+        if len(key) > _MAX_NAME:
+            return None  # not a key: the engine ends the call there
         value = raw.strip("\r\n")
         first = raw.lstrip(" \t\r\n")[:1]
         if declared:

@@ -451,7 +451,8 @@ class Qwen3CoderScanner(CallScanner):
                         return ScanResult(events, "done", buf.rest())
                     return ScanResult(events)
                 name = buf.text[:end].strip()
-                if not name or any(c in _NOT_IN_NAME for c in name):
+                # (the length test as while waiting above, so no split changes the result)
+                if not name or end > _MAX_NAME or any(c in _NOT_IN_NAME for c in name):
                     if not self._committed:
                         return self._reject()
                     return ScanResult(events, "done", buf.rest())
@@ -489,8 +490,8 @@ class Qwen3CoderScanner(CallScanner):
                 return ScanResult(events, "done", buf.rest())
             elif st == "key":
                 end = buf.text.find(">")
-                if end < 0:
-                    if len(buf.text) > _MAX_NAME:
+                if end < 0 or end > _MAX_NAME:
+                    if end > _MAX_NAME or len(buf.text) > _MAX_NAME:
                         self._close(events, complete=False)
                         return ScanResult(events, "done", buf.rest())
                     return ScanResult(events)
@@ -600,7 +601,7 @@ def _tagged_function(
     if end < 0:
         return None
     name = text[i:end].strip()
-    if not name or any(c in _NOT_IN_NAME for c in name):
+    if not name or end - i > _MAX_NAME or any(c in _NOT_IN_NAME for c in name):
         return None
     names = _param_names(ctx, name)
     args = ArgsJson()
@@ -615,7 +616,7 @@ def _tagged_function(
         if tag != PARAMETER:
             break
         end = text.find(">", i)
-        if end < 0:
+        if end < 0 or end - i > _MAX_NAME:
             return None
         key = text[i:end].strip()
         mark = _VALUE_MARKS.search(text, end + 1)
@@ -672,6 +673,8 @@ def _plain_function(
         return None
     groups = m.groups()
     name = groups[0]
+    if len(name) > _MAX_NAME:
+        return None
     params: list[tuple[str, str]] = [
         (k, v) for k, v in zip(groups[1:-1:2], groups[2:-1:2], strict=True) if k is not None
     ]
@@ -682,6 +685,8 @@ def _plain_function(
     args: dict[str, Any] = {}
     for raw_key, raw in params:
         key = raw_key.strip()
+        if len(raw_key) > _MAX_NAME:
+            return None  # not a key: the scanner ends the call there
         if names is not None and key not in names:
             return None  # an undeclared key: `_close_ends` probes further
         value = raw[1:] if raw[:1] == "\n" else raw

@@ -1,0 +1,102 @@
+"""Long runs of one character anywhere in an output (issue 14, item 6: linear on any input).
+
+Held text that was rescanned, or grown with `+=` on an attribute, once per chunk made long
+runs quadratic when streamed a few characters at a time: 20,000 blanks after a Hermes call
+object or between Qwen3-Coder tags, inside a DeepSeek string value, before a Muse header, cost
+10-38 s. The fixes keep such text in pieces and feed long runs of blank chunks to the scanners
+in doubling batches (`parsers.scan.BlankRuns`). Time is the bench's to measure
+(`bench_parsers.py`, adversarial table); these tests check that none of it changes a result:
+each run, inserted at the sample's marker edges, streamed in small chunks (batched) equals
+the whole text parsed at once (never batched).
+"""
+
+from __future__ import annotations
+
+import pytest
+from parser_samples import Sample, case_id, sample_cases
+
+from parsers import parse, stream
+from parsers.ids import counter_ids
+from parsers.scan import BLANK_BATCH, BlankRuns
+
+CASES = sample_cases()
+RUNS = {
+    "spaces": " " * (3 * BLANK_BATCH),
+    "newlines": "\n" * (3 * BLANK_BATCH),
+    "mixed blanks": " \t\r\n" * BLANK_BATCH,
+    "letters": "a" * (3 * BLANK_BATCH),
+}
+_EDGES = frozenset('<>{}[]:=,|"\n')
+# Not yet equal (found by this test; the same with the batching switched off, so older than
+# it): a tag or name run past its length bound (GLM keys, Muse tags over 512 characters,
+# a Qwen3-Coder nested literal) is judged while it grows in a stream but whole in batch, so
+# the call ends at a different place. Strict: a fix makes these fail until removed here.
+KNOWN_SPLIT_HOLES: dict[str, tuple[str, ...]] = {
+    "glm-escaped-json-and-prefill-v2": ("letters", "mixed blanks", "newlines", "spaces"),
+    "glm-literal-newline-separators-v2": ("letters",),
+    "glm-spec-v2": ("letters",),
+    "glm45-newlines-two-calls-v2": ("letters", "mixed blanks", "newlines", "spaces"),
+    "muse-guided-json-after-reasoning-v2": ("letters", "spaces"),
+    "muse-malformed-invoke-v2": ("letters", "mixed blanks", "newlines", "spaces"),
+    "muse-missing-eom-before-tool-header-v2": ("letters", "mixed blanks", "newlines", "spaces"),
+    "muse-prefilled-self-v2": ("letters", "mixed blanks", "newlines", "spaces"),
+    "muse-spec-v2": ("mixed blanks", "newlines"),
+    "muse-two-calls-nested-non-ascii-v2": ("mixed blanks", "newlines"),
+    "muse-unterminated-invoke-v2": ("letters", "mixed blanks", "newlines", "spaces"),
+    "qwen3-coder-nested-literal-call-v2": ("letters", "mixed blanks", "newlines", "spaces"),
+}
+
+
+def _positions(text: str) -> list[int]:
+    """Marker and value edges of `text` (at most 16, spread over it), its start and its end."""
+    edges = [i for i in range(1, len(text)) if text[i] in _EDGES or text[i - 1] in _EDGES]
+    step = max(1, len(edges) // 16)
+    return sorted({0, len(text), *edges[::step]})
+
+
+def _chunks(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+@pytest.mark.parametrize("run", list(RUNS))
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_a_long_run_streamed_equals_batch(
+    case: tuple[Sample, int], run: str, request: pytest.FixtureRequest
+) -> None:
+    sample, gen = case
+    if run in KNOWN_SPLIT_HOLES.get(f"{sample.id}-v{gen}", ()):
+        request.applymarker(pytest.mark.xfail(strict=True, reason="long-tag split hole"))
+    kw = sample.kwargs(gen)
+    for pos in _positions(sample.text):
+        text = sample.text[:pos] + RUNS[run] + sample.text[pos:]
+        whole = parse(text, id_factory=counter_ids(), **kw)
+        for size in (3, 7):
+            got = stream(_chunks(text, size), id_factory=counter_ids(), **kw)
+            assert got == whole, f"{run} at {pos}, {size}-char chunks"
+
+
+def test_blank_runs_wait_in_doubling_batches_and_keep_order() -> None:
+    runs = BlankRuns()
+    passed: list[str] = []
+    for _ in range(BLANK_BATCH // 4 * 8):  # 8x the batch limit in 4-blank chunks
+        taken = runs.take("  \t ")
+        if taken is not None:
+            passed.append(taken)
+    # first the run up to the limit chunk by chunk, then batches as long as the run before
+    sizes = [len(p) for p in passed]
+    assert sizes[: BLANK_BATCH // 4] == [4] * (BLANK_BATCH // 4)
+    assert sizes[BLANK_BATCH // 4 :] == [BLANK_BATCH, 2 * BLANK_BATCH, 4 * BLANK_BATCH]
+    assert not runs.waiting
+    assert runs.take("   ") is None and runs.waiting  # a run of 8x the limit: this one waits
+    assert runs.take("x y") == "   x y"  # other text takes the waiting blanks with it, first
+    assert not runs.waiting
+    assert runs.take(" ") == " "  # the run starts over
+    assert runs.flush() == ""
+
+
+def test_blank_runs_flush_gives_what_waits() -> None:
+    runs = BlankRuns()
+    for _ in range(BLANK_BATCH + 3):
+        runs.take(" ")
+    waiting = runs.flush()
+    assert waiting and not waiting.strip() and not runs.waiting
