@@ -192,6 +192,11 @@ ADVERSARIAL: dict[str, tuple[dict[str, Any], dict[str, Shape]]] = {
             "nested [": lambda k: '<tool_call>{"name": "f", "arguments": ' + "[" * k,
             "think opens": lambda k: "<think>" * k,
             "'<' run": lambda k: "<" * k,
+            # long runs where held text was rescanned (or grown with +=) per chunk
+            "lead blanks": lambda k: " " * k + "<think>",
+            "blanks after": lambda k: '<tool_call>{"name": "f", "arguments": {"a": 1}}' + " " * k,
+            "blanks in args": lambda k: '<tool_call>{"name": "f", "arguments": {"a":' + " " * k,
+            "digits": lambda k: '<tool_call>{"name": "f", "arguments": {"a": ' + "1" * k,
         },
     ),
     "qwen3_coder": (
@@ -203,6 +208,10 @@ ADVERSARIAL: dict[str, tuple[dict[str, Any], dict[str, Shape]]] = {
                 "<tool_call>\n<function=f>\n<parameter=a>\n" + "<parameter=b>\n" * k
             ),
             "closes": lambda k: "<tool_call>\n<function=f>\n<parameter=a>\n" + "</parameter>\n" * k,
+            "blanks in call": lambda k: "<tool_call>\n<function=f>" + " " * k,
+            "held value": lambda k: (
+                "<tool_call>\n<function=f>\n<parameter=a>\nx\n</parameter>\n<parameter=" + "a" * k
+            ),
         },
     ),
     "glm47": (
@@ -213,6 +222,7 @@ ADVERSARIAL: dict[str, tuple[dict[str, Any], dict[str, Shape]]] = {
             "cut closes": lambda k: (
                 "<tool_call>f<arg_key>a</arg_key><arg_value>" + "</arg_value" * k
             ),
+            "key blanks": lambda k: "<tool_call>f<arg_key>" + " " * k,
         },
     ),
     "deepseek_v4": (
@@ -223,6 +233,10 @@ ADVERSARIAL: dict[str, tuple[dict[str, Any], dict[str, Shape]]] = {
                 f"<{BAR}DSML{BAR}tool_calls>" + f'<{BAR}DSML{BAR}invoke name="' * k
             ),
             "orphans": lambda k: f'<{BAR}DSML{BAR}invoke name="f">' * k,
+            "value blanks": lambda k: (
+                f'<{BAR}DSML{BAR}tool_calls><{BAR}DSML{BAR}invoke name="f">'
+                f'<{BAR}DSML{BAR}parameter name="a" string="true">x' + " " * k
+            ),
         },
     ),
     "kimi_k2": (
@@ -231,6 +245,7 @@ ADVERSARIAL: dict[str, tuple[dict[str, Any], dict[str, Shape]]] = {
             "call openers": lambda k: "<|tool_calls_section_begin|>" + "<|tool_call_begin|>" * k,
             "sections": lambda k: "<|tool_calls_section_begin|>" * k,
             "long header": lambda k: "<|tool_calls_section_begin|><|tool_call_begin|>" + "a" * k,
+            "section blanks": lambda k: "<|tool_calls_section_begin|>x" + " " * k,
         },
     ),
     "gemma4": (
@@ -240,6 +255,7 @@ ADVERSARIAL: dict[str, tuple[dict[str, Any], dict[str, Shape]]] = {
             "openers": lambda k: "<|tool_call>" * k,
             "braces": lambda k: "<|tool_call>call:f{" + "{" * k,
             "channels": lambda k: "<|channel>" * k,
+            "key run": lambda k: "<|tool_call>call:f{" + "a" * k,
         },
     ),
     "kimi_k3": (
@@ -248,6 +264,7 @@ ADVERSARIAL: dict[str, tuple[dict[str, Any], dict[str, Shape]]] = {
             "opens": lambda k: "<|open|>" * k,
             "calls": lambda k: "<|open|>tools<|sep|>" + '<|open|>call tool="f"<|sep|>' * k,
             "seps": lambda k: "<|sep|>" * k,
+            "tools blanks": lambda k: "<|open|>tools<|sep|>x" + " " * k,
         },
     ),
     "muse": (
@@ -256,14 +273,17 @@ ADVERSARIAL: dict[str, tuple[dict[str, Any], dict[str, Shape]]] = {
             "starts": lambda k: "<|start|>" * k,
             "invokes": lambda k: " to=f<|message|>" + '<atem:invoke name="f">' * k,
             "headers": lambda k: " to=f<|message|>" * k,
+            "prose blanks": lambda k: "Hi" + " " * k,
+            "tool text": lambda k: " to=f<|message|><atem:function_calls>" + "a" * k,
         },
     ),
 }
 
 
 def adversarial(chars: int, rounds: int) -> bool:
-    """Growth of the cost from ~`chars` to 10x that, per shape, family and generation; prints
-    the worst shape per family. True when every growth is within 12x.
+    """Growth of the cost from ~`chars` to 10x that, per shape, family and generation, whole
+    (batch) and streamed in 4-character chunks (from ~`chars` / 10: a stream costs per
+    chunk); prints the worst shape per family and mode. True when every growth is within 12x.
 
     The machine's speed drifts by up to 1.7x over seconds here (a shared VM), so the best small
     and best big times of separate rounds can come from different speeds. Each round therefore
@@ -271,50 +291,80 @@ def adversarial(chars: int, rounds: int) -> bool:
     big parse), and the growth is the median over the rounds of big / mean(small before,
     small after): a drift cancels within a round, and one slow round does not decide."""
     print(
-        f"\nadversarial shapes: cost of 10x the input (~{chars} -> ~{chars * 10} chars; median "
-        f"of {rounds} paired rounds)"
+        f"\nadversarial shapes: cost of 10x the input (batch ~{chars} -> ~{chars * 10} chars, "
+        f"4-char stream ~{chars // 10} -> ~{chars} chars; median of {rounds} paired rounds)"
     )
     print(
-        f"{'family':<12} {'worst shape':<14} {'gen':>3} {'1x ms':>8} {'10x ms':>8} "
+        f"{'family':<12} {'mode':<6} {'worst shape':<15} {'gen':>3} {'1x ms':>8} {'10x ms':>8} "
         f"{'growth':>7} {'rounds':>11}"
     )
     ok = True
     for family, (kw, shapes) in ADVERSARIAL.items():
-        worst: tuple[float, str, int, float, float, list[float]] | None = None
-        for shape, make in shapes.items():
-            k = max(chars // max(len(make(1)) - len(make(0)), 1), 1)
-            small, big = make(k), make(k * 10)
-            for gen in (2,) if family == "muse" else (1, 2):
-                gkw = {**kw, "generation": gen}
-                run_gen(gkw, small)  # warm-up
-                run_gen(gkw, big)
-                growths: list[float] = []
-                t1s: list[float] = []
-                t10s: list[float] = []
-                for _ in range(rounds):
-                    before = run_gen(gkw, small, times=10)
-                    t10 = run_gen(gkw, big)
-                    t1 = (before + run_gen(gkw, small, times=10)) / 2
-                    growths.append(t10 / t1)
-                    t1s.append(t1)
-                    t10s.append(t10)
-                growth = statistics.median(growths)
-                if worst is None or growth > worst[0]:
-                    worst = (growth, shape, gen, min(t1s), min(t10s), growths)
-        assert worst is not None
-        growth, shape, gen, t1, t10, growths = worst
-        ok = ok and growth <= 12
-        spread = f"{min(growths):.1f}-{max(growths):.1f}x"
-        print(
-            f"{family:<12} {shape:<14} {gen:>3} {t1 * 1e3:>8.2f} {t10 * 1e3:>8.2f} "
-            f"{growth:>6.1f}x {spread:>11}"
-        )
+        for mode, size, base in (("batch", 0, chars), ("stream", 4, chars // 10)):
+            worst: tuple[float, str, int, float, float, list[float]] | None = None
+            for shape, make in shapes.items():
+                k = max(base // max(len(make(1)) - len(make(0)), 1), 1)
+                small, big = make(k), make(k * 10)
+                for gen in (2,) if family == "muse" else (1, 2):
+                    found = _paired_growth({**kw, "generation": gen}, small, big, size, rounds)
+                    if worst is None or found[0] > worst[0]:
+                        worst = (found[0], shape, gen, *found[1:])
+            assert worst is not None
+            growth, shape, gen, t1, t10, growths = worst
+            ok = ok and growth <= 12
+            spread = f"{min(growths):.1f}-{max(growths):.1f}x"
+            print(
+                f"{family:<12} {mode:<6} {shape:<15} {gen:>3} {t1 * 1e3:>8.2f} {t10 * 1e3:>8.2f} "
+                f"{growth:>6.1f}x {spread:>11}"
+            )
     print(
         "growth: median over the rounds of the 10x time / the mean of the 1x times timed just "
         "before and after it; rounds: the least and greatest round"
     )
     print(f"linear on adversarial input (10x <= 12x): {'met' if ok else 'NOT MET'}")
     return ok
+
+
+def _paired_growth(
+    kw: dict[str, Any], small: str, big: str, size: int, rounds: int
+) -> tuple[float, float, float, list[float]]:
+    """(median growth, best 1x time, best 10x time, each round's growth) of parsing `big`
+    against `small` under `kw` (which names the generation), whole (size 0) or in
+    `size`-character chunks; see `adversarial`."""
+
+    def timed(text: str, times: int) -> float:
+        return run_gen(kw, text, times) if size == 0 else run_chunked(kw, text, size, times)
+
+    timed(small, 1)  # warm-up
+    timed(big, 1)
+    growths: list[float] = []
+    t1s: list[float] = []
+    t10s: list[float] = []
+    for _ in range(rounds):
+        before = timed(small, 10)
+        t10 = timed(big, 1)
+        t1 = (before + timed(small, 10)) / 2
+        growths.append(t10 / t1)
+        t1s.append(t1)
+        t10s.append(t10)
+    return statistics.median(growths), min(t1s), min(t10s), growths
+
+
+def run_chunked(kw: dict[str, Any], text: str, size: int, times: int = 1) -> float:
+    """Seconds per streamed parse of `text` in `size`-character chunks under `kw` (which
+    names the generation); `times` parsers made before the clock starts."""
+    parsers = [StreamParser(id_factory=counter_ids(), **kw) for _ in range(times)]
+    chunks = [text[i : i + size] for i in range(0, len(text), size)]
+    gc.disable()
+    try:
+        start = time.process_time()
+        for parser in parsers:
+            for chunk in chunks:
+                parser.feed(chunk)
+            parser.finish()
+        return (time.process_time() - start) / times
+    finally:
+        gc.enable()
 
 
 def run_gen(kw: dict[str, Any], text: str, times: int = 1) -> float:
