@@ -221,7 +221,7 @@ class MarkerMachine(FamilyMachine):
     # -- public --
 
     def feed(self, text: str) -> list[Event]:
-        if self._hold_blanks(text):
+        if (self._more_blanks or len(self._buf) >= _LONG_HELD) and self._hold_blanks(text):
             return []
         events: list[Event] = []
         data, self._buf = self._buf + text, ""
@@ -277,9 +277,6 @@ class MarkerMachine(FamilyMachine):
         `StreamParser.feed` gives its argument, since this function is bound as it.)
         """
         text = chunk
-        if self._more_blanks or len(self._buf) >= _LONG_HELD:
-            # a long held run (the fast paths below rescan what is held)
-            return feed_in_pieces(self.feed, self._push, text)
         rx = self._plain_re
         if rx is not None and rx.search(text) is None and 0 < len(text) <= PIECE:
             # the commonest chunk: prose without a character that matters, after nothing or
@@ -313,7 +310,9 @@ class MarkerMachine(FamilyMachine):
                 fields["tool_calls"] = []
                 return [d]
         push = self._push
-        if not text or len(text) > PIECE:
+        if not text or len(text) > PIECE or self._more_blanks or len(self._buf) >= _LONG_HELD:
+            # (a long held run: the fast paths below rescan what is held; the first one above
+            # only takes chunks after nothing or one held blank)
             return feed_in_pieces(self.feed, push, text)
         if rx is not None:
             buf = self._buf
@@ -355,8 +354,8 @@ class MarkerMachine(FamilyMachine):
         elif (
             self._mode == "call"
             and not self._buf
-            and not self._blanks.waiting
-            and not (text[-1] in _WS and not text.strip(_WS))  # blanks go through `_scan`
+            and not self._blanks.wait
+            and (text[-1] not in _WS or text.strip(_WS))  # blank chunks go through `_scan`
         ):
             sc = self._scanner
             assert sc is not None
@@ -612,13 +611,16 @@ class MarkerMachine(FamilyMachine):
 
     def _scan(self, sc: CallScanner, data: str, final: bool) -> ScanResult:
         """`sc.feed(data)`, a long run of blank chunks in doubling batches (`BlankRuns`)."""
+        blanks = self._blanks
         if final:
-            data = self._blanks.flush() + data
-        else:
-            taken = self._blanks.take(data)
+            data = blanks.flush() + data
+        elif blanks.wait or not data or data[-1] in _WS:  # (else not a blank chunk)
+            taken = blanks.take(data)
             if taken is None:
                 return ScanResult([])
             data = taken
+        else:
+            blanks.run = 0
         return sc.feed(data) if data else ScanResult([])
 
     def _region_result(self, res: ScanResult, events: list[Event]) -> tuple[bool, str]:

@@ -227,38 +227,35 @@ class BlankRuns:
     scanner changes: the text and its order are the same (chunk invariance).
     """
 
-    __slots__ = ("_run", "_wait", "_waiting")
+    __slots__ = ("_waiting", "run", "wait")
 
     def __init__(self) -> None:
-        self._run = 0  # blank characters passed on in a row
-        self._wait: list[str] = []
+        # (attributes, not properties: callers test them on their per-chunk paths)
+        self.run = 0  # blank characters passed on in a row
+        self.wait: list[str] = []  # blank chunks waiting (non-empty: take everything through)
         self._waiting = 0
-
-    @property
-    def waiting(self) -> bool:
-        return bool(self._wait)
 
     def take(self, text: str) -> str | None:
         """The text to feed the scanner now, or None while `text` (blanks) waits."""
         if text and not text.strip(_BLANK):
-            if self._run >= BLANK_BATCH:
-                self._wait.append(text)
+            if self.run >= BLANK_BATCH:
+                self.wait.append(text)
                 self._waiting += len(text)
-                if self._waiting < self._run:
+                if self._waiting < self.run:
                     return None
                 text = self.flush()
-            self._run += len(text)
+            self.run += len(text)
             return text
-        self._run = 0
-        return self.flush() + text if self._wait else text
+        self.run = 0
+        return self.flush() + text if self.wait else text
 
     def flush(self) -> str:
         """The waiting blanks (end of output, or the region ends): fed before anything else."""
-        text = "".join(self._wait)
-        self._wait.clear()
+        text = "".join(self.wait)
+        self.wait.clear()
         self._waiting = 0
         return text
 
     def reset(self) -> None:
         """A new region: no run so far (nothing may be waiting)."""
-        self._run = 0
+        self.run = 0

@@ -86,10 +86,10 @@ def test_blank_runs_wait_in_doubling_batches_and_keep_order() -> None:
     sizes = [len(p) for p in passed]
     assert sizes[: BLANK_BATCH // 4] == [4] * (BLANK_BATCH // 4)
     assert sizes[BLANK_BATCH // 4 :] == [BLANK_BATCH, 2 * BLANK_BATCH, 4 * BLANK_BATCH]
-    assert not runs.waiting
-    assert runs.take("   ") is None and runs.waiting  # a run of 8x the limit: this one waits
+    assert not runs.wait
+    assert runs.take("   ") is None and runs.wait  # a run of 8x the limit: this one waits
     assert runs.take("x y") == "   x y"  # other text takes the waiting blanks with it, first
-    assert not runs.waiting
+    assert not runs.wait
     assert runs.take(" ") == " "  # the run starts over
     assert runs.flush() == ""
 
@@ -99,4 +99,4 @@ def test_blank_runs_flush_gives_what_waits() -> None:
     for _ in range(BLANK_BATCH + 3):
         runs.take(" ")
     waiting = runs.flush()
-    assert waiting and not waiting.strip() and not runs.waiting
+    assert waiting and not waiting.strip() and not runs.wait
