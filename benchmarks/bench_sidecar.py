@@ -1,6 +1,6 @@
 """Sidecar overhead, side by side with calling the (fake) engine directly, in one run.
 
-    python benchmarks/bench_sidecar.py [--requests 1000] [--engine vllm]
+    python benchmarks/bench_sidecar.py [--requests 1000] [--engine vllm] [--latency-only]
 
 Starts a fake engine (`python -m sidecar.fake_engine`) and the real sidecar CLI as separate
 processes on loopback, then measures from this process:
@@ -11,7 +11,8 @@ processes on loopback, then measures from this process:
      floor's (goal <= 1.15x). The floor parses HTTP with httptools, makes a unique response
      id and reads into one reused buffer, as the sidecar does: before, it only located a
      Content-Length body and answered "chatcmpl-0", which was not the same work. Then the
-     uvicorn protocol subclass toggled alone (the same sidecar served by
+     HTTP front toggled alone (the same sidecar with `--http lean` and `--http uvicorn`),
+     the uvicorn protocol subclass toggled alone (`--http uvicorn` served by
      `TimeoutsProtocol`), and the bare `raw_proxy.py` floor;
   2. throughput with 64 concurrent streams: direct vs sidecar (requests/s, chunks/s);
   3. 200 concurrent streams: errors (goal: none) and the sidecar's RSS before/after;
@@ -37,6 +38,8 @@ from pathlib import Path
 import httpx
 from raw_proxy import bench_sidecar
 from steal import Steal
+
+from sidecar.server import DEFAULT_FRONT
 
 OUTPUT = (
     "<think>The user wants the weather, so I will call the tool.</think>Let me check that "
@@ -282,9 +285,13 @@ def main() -> int:
         "--requests", type=int, default=1000, help="sequential latency samples per target"
     )
     p.add_argument("--stream-requests", type=int, default=640, help="requests at 64 streams")
+    p.add_argument(
+        "--latency-only",
+        action="store_true",
+        help="section 1 only (headline, front and subclass toggles): shorter runs while iterating",
+    )
     args = p.parse_args()
 
-    bindir = Path(sys.executable).parent
     engine_port, sidecar_port = free_port(), free_port()
     floor_ports = free_port(), free_port()  # raw proxy, raw proxy --work
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
@@ -294,26 +301,43 @@ def main() -> int:
          "--text", OUTPUT],
         stdout=subprocess.DEVNULL,
     )  # fmt: skip
-    sidecar = subprocess.Popen(
-        [str(bindir / f"sidecar-{args.engine}"), "--engine-url",
-         f"http://127.0.0.1:{engine_port}", "--model", "bench", "--tool-call-parser", "hermes",
-         "--reasoning-parser", "qwen3", "--host", "127.0.0.1", "--port", str(sidecar_port),
-         "--log-level", "warning"],
-        env={k: v for k, v in os.environ.items() if not k.startswith("DYN_")},
-        stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    plain_port = free_port()
-    # The same sidecar served by `TimeoutsProtocol` alone (no head coalescing, no shared
-    # receive buffer): what `SidecarHTTPProtocol` gains, toggled alone.
-    plain = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from sidecar import cli, server; "
-         "server.PROTOCOL = server.TimeoutsProtocol; sys.exit(cli.main(sys.argv[1:]))",
-         args.engine, "--engine-url", f"http://127.0.0.1:{engine_port}", "--model", "bench",
-         "--tool-call-parser", "hermes", "--reasoning-parser", "qwen3", "--host", "127.0.0.1",
-         "--port", str(plain_port), "--log-level", "warning"],
-        env={k: v for k, v in os.environ.items() if not k.startswith("DYN_")},
-        stdout=subprocess.DEVNULL,
-    )  # fmt: skip
+
+    def start_sidecar(port: int, *extra: str, code: str = "pass") -> subprocess.Popen[bytes]:
+        """The real sidecar CLI; `code` runs first in its process (a toggle)."""
+        argv = [
+            args.engine,
+            "--engine-url",
+            f"http://127.0.0.1:{engine_port}",
+            "--model",
+            "bench",
+            "--tool-call-parser",
+            "hermes",
+            "--reasoning-parser",
+            "qwen3",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            *extra,
+        ]
+        command = [sys.executable, "-c", "import sys; from sidecar import cli, server; "
+                   f"{code}; sys.exit(cli.main(sys.argv[1:]))", *argv]  # fmt: skip
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DYN_")}
+        return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+
+    # The sidecar as shipped (default front), then the other front toggled alone, then
+    # uvicorn's front served by `TimeoutsProtocol` alone (no head coalescing, no shared
+    # receive buffer): what the `SidecarHTTPProtocol` subclass gains, toggled alone.
+    sidecar = start_sidecar(sidecar_port)
+    other_front = "uvicorn" if DEFAULT_FRONT == "lean" else "lean"
+    other_port, plain_port = free_port(), free_port()
+    other = start_sidecar(other_port, "--http", other_front)
+    plain = start_sidecar(
+        plain_port, "--http", "uvicorn", code="server.PROTOCOL = server.TimeoutsProtocol"
+    )
+    uvicorn_port = sidecar_port if DEFAULT_FRONT == "uvicorn" else other_port
     path = "/generate" if args.engine == "sglang" else "/v1/completions"
     prompt = "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n"
 
@@ -333,6 +357,7 @@ def main() -> int:
             ))  # fmt: skip
         wait_live(f"http://127.0.0.1:{sidecar_port}/live", sidecar)
         wait_live(f"http://127.0.0.1:{plain_port}/live", plain)
+        wait_live(f"http://127.0.0.1:{other_port}/live", other)
         for port, proc in zip(floor_ports, floors, strict=True):
             wait_port(port, proc)
 
@@ -404,11 +429,45 @@ def main() -> int:
             f"   the sidecar's own work (validate, render, plan, parse) in a hot loop: {own:.3f} ms"
         )
 
+        other_target = Target(
+            f"{other_front} front",
+            f"http://127.0.0.1:{other_port}/v1/chat/completions",
+            chat_body,
+        )
+        print(
+            f"\n   the HTTP front toggled alone: {args.requests} rounds of direct, the sidecar "
+            f"with --http {DEFAULT_FRONT} (default) and with --http {other_front}"
+        )
+        fronts_cpu = cpu_ms(sidecar.pid), cpu_ms(other.pid)
+        lat = run(latency([direct, via, other_target], args.requests))
+        assert isinstance(lat, list)
+        default_cpu, other_cpu = (
+            (cpu_ms(proc.pid) - before) / rounds
+            for proc, before in zip((sidecar, other), fronts_cpu, strict=True)
+        )
+        d3, default_front, other_values = lat
+        added_default = pct(default_front, 50) - pct(d3, 50)
+        added_other = pct(other_values, 50) - pct(d3, 50)
+        lean_gain = (
+            added_other - added_default
+            if DEFAULT_FRONT == "lean"
+            else (added_default - added_other)
+        )
+        print(
+            f"   added p50: {DEFAULT_FRONT} {added_default:.2f} ms, {other_front} "
+            f"{added_other:.2f} ms: the lean front's own gain {lean_gain:.2f} ms\n"
+            f"   CPU per request: {DEFAULT_FRONT} {default_cpu:.2f} ms, {other_front} "
+            f"{other_cpu:.2f} ms"
+        )
+
         print(
             f"\n   the uvicorn protocol subclass toggled alone: {args.requests} rounds of direct, "
-            "SidecarHTTPProtocol, TimeoutsProtocol"
+            "--http uvicorn with SidecarHTTPProtocol, with TimeoutsProtocol"
         )
-        lat = run(latency([direct, via, via_plain], args.requests))
+        via_uvicorn = Target(
+            "uvicorn front", f"http://127.0.0.1:{uvicorn_port}/v1/chat/completions", chat_body
+        )
+        lat = run(latency([direct, via_uvicorn, via_plain], args.requests))
         assert isinstance(lat, list)
         d2, with_subclass, without = lat
         gain = (pct(without, 50) - pct(d2, 50)) - (pct(with_subclass, 50) - pct(d2, 50))
@@ -417,6 +476,8 @@ def main() -> int:
             f"{pct(without, 50) - pct(d2, 50):.2f} ms: the subclass's own gain {gain:.2f} ms"
         )
 
+        if args.latency_only:
+            return 0
         print(f"\n   the bare floor, in {args.requests} rounds of its own with direct")
         before = cpu_ms(floors[0].pid)
         lat = run(latency([direct, bare], args.requests))
@@ -497,7 +558,7 @@ def main() -> int:
         )
         return 1 if errors else 0
     finally:
-        for proc in (sidecar, plain, engine, *floors):
+        for proc in (sidecar, other, plain, engine, *floors):
             proc.terminate()
             proc.wait(10)
         os.unlink(f.name)

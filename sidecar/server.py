@@ -18,6 +18,7 @@ from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from sidecar import recvbuf
 from sidecar.config import DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT
+from sidecar.front import LeanProtocol
 
 
 class _HeadWithBody:
@@ -203,13 +204,27 @@ def _uvicorn_tested() -> bool:
     return len(parts) == 2 and low <= parts < high
 
 
+# `--http`: the HTTP/1.1 front serving each connection (docs/sidecar.md, "HTTP front").
+FRONTS = ("lean", "uvicorn")
+DEFAULT_FRONT = "lean"
+
+
 def server_options(
     log_level: int = logging.INFO,
     head_timeout: float = DEFAULT_HEAD_TIMEOUT,
     body_timeout: float = DEFAULT_BODY_TIMEOUT,
+    front: str = DEFAULT_FRONT,
 ) -> dict[str, Any]:
-    """The uvicorn settings every sidecar is served with (the CLI's and the tests')."""
-    protocol = PROTOCOL if _uvicorn_tested() else TimeoutsProtocol
+    """The uvicorn settings every sidecar is served with (the CLI's and the tests'); `front`
+    picks the per-connection protocol: `sidecar.front.LeanProtocol` or uvicorn's own
+    (`TimeoutsProtocol`)."""
+    protocol: type[TimeoutsProtocol] | type[LeanProtocol]
+    if front == "lean":
+        protocol = LeanProtocol
+    elif front == "uvicorn":
+        protocol = PROTOCOL if _uvicorn_tested() else TimeoutsProtocol
+    else:
+        raise ValueError(f"unknown HTTP front {front!r}: one of {', '.join(FRONTS)}")
     if (head_timeout, body_timeout) != (DEFAULT_HEAD_TIMEOUT, DEFAULT_BODY_TIMEOUT):
         protocol = protocol.with_timeouts(head_timeout, body_timeout)
     return {
