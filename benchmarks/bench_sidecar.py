@@ -12,8 +12,7 @@ processes on loopback, then measures from this process:
      id and reads into one reused buffer, as the sidecar does: before, it only located a
      Content-Length body and answered "chatcmpl-0", which was not the same work. Then the
      HTTP front toggled alone (the same sidecar with `--http lean` and `--http uvicorn`),
-     the uvicorn protocol subclass toggled alone (`--http uvicorn` served by
-     `TimeoutsProtocol`), and the bare `raw_proxy.py` floor;
+     and the bare `raw_proxy.py` floor;
   2. throughput with 64 concurrent streams: direct vs sidecar (requests/s, chunks/s);
   3. 200 concurrent streams: errors (goal: none) and the sidecar's RSS before/after;
   4. reading one long SSE line from the engine at 5 MB and 20 MB (goal: 4x the bytes in at
@@ -288,7 +287,7 @@ def main() -> int:
     p.add_argument(
         "--latency-only",
         action="store_true",
-        help="section 1 only (headline, front and subclass toggles): shorter runs while iterating",
+        help="section 1 only (headline and front toggle): shorter runs while iterating",
     )
     args = p.parse_args()
 
@@ -302,8 +301,8 @@ def main() -> int:
         stdout=subprocess.DEVNULL,
     )  # fmt: skip
 
-    def start_sidecar(port: int, *extra: str, code: str = "pass") -> subprocess.Popen[bytes]:
-        """The real sidecar CLI; `code` runs first in its process (a toggle)."""
+    def start_sidecar(port: int, *extra: str) -> subprocess.Popen[bytes]:
+        """The real sidecar CLI (`python -m sidecar`)."""
         argv = [
             args.engine,
             "--engine-url",
@@ -322,22 +321,15 @@ def main() -> int:
             "warning",
             *extra,
         ]
-        command = [sys.executable, "-c", "import sys; from sidecar import cli, server; "
-                   f"{code}; sys.exit(cli.main(sys.argv[1:]))", *argv]  # fmt: skip
+        command = [sys.executable, "-m", "sidecar", *argv]
         env = {k: v for k, v in os.environ.items() if not k.startswith("DYN_")}
         return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
 
-    # The sidecar as shipped (default front), then the other front toggled alone, then
-    # uvicorn's front served by `TimeoutsProtocol` alone (no head coalescing, no shared
-    # receive buffer): what the `SidecarHTTPProtocol` subclass gains, toggled alone.
+    # The sidecar as shipped (default front), and the other front toggled alone.
     sidecar = start_sidecar(sidecar_port)
     other_front = "uvicorn" if DEFAULT_FRONT == "lean" else "lean"
-    other_port, plain_port = free_port(), free_port()
+    other_port = free_port()
     other = start_sidecar(other_port, "--http", other_front)
-    plain = start_sidecar(
-        plain_port, "--http", "uvicorn", code="server.PROTOCOL = server.TimeoutsProtocol"
-    )
-    uvicorn_port = sidecar_port if DEFAULT_FRONT == "uvicorn" else other_port
     path = "/generate" if args.engine == "sglang" else "/v1/completions"
     prompt = "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n"
 
@@ -356,7 +348,6 @@ def main() -> int:
                 stdout=subprocess.DEVNULL,
             ))  # fmt: skip
         wait_live(f"http://127.0.0.1:{sidecar_port}/live", sidecar)
-        wait_live(f"http://127.0.0.1:{plain_port}/live", plain)
         wait_live(f"http://127.0.0.1:{other_port}/live", other)
         for port, proc in zip(floor_ports, floors, strict=True):
             wait_port(port, proc)
@@ -372,11 +363,6 @@ def main() -> int:
         direct = Target("engine direct", f"http://127.0.0.1:{engine_port}{path}", engine_body)
         via = Target(
             "via sidecar", f"http://127.0.0.1:{sidecar_port}/v1/chat/completions", chat_body
-        )
-        via_plain = Target(
-            "sidecar, plain protocol",
-            f"http://127.0.0.1:{plain_port}/v1/chat/completions",
-            chat_body,
         )
         bare, worked = (
             Target(name, f"http://127.0.0.1:{port}/v1/chat/completions", chat_body)
@@ -458,22 +444,6 @@ def main() -> int:
             f"{added_other:.2f} ms: the lean front's own gain {lean_gain:.2f} ms\n"
             f"   CPU per request: {DEFAULT_FRONT} {default_cpu:.2f} ms, {other_front} "
             f"{other_cpu:.2f} ms"
-        )
-
-        print(
-            f"\n   the uvicorn protocol subclass toggled alone: {args.requests} rounds of direct, "
-            "--http uvicorn with SidecarHTTPProtocol, with TimeoutsProtocol"
-        )
-        via_uvicorn = Target(
-            "uvicorn front", f"http://127.0.0.1:{uvicorn_port}/v1/chat/completions", chat_body
-        )
-        lat = run(latency([direct, via_uvicorn, via_plain], args.requests))
-        assert isinstance(lat, list)
-        d2, with_subclass, without = lat
-        gain = (pct(without, 50) - pct(d2, 50)) - (pct(with_subclass, 50) - pct(d2, 50))
-        print(
-            f"   added p50: with {pct(with_subclass, 50) - pct(d2, 50):.2f} ms, without "
-            f"{pct(without, 50) - pct(d2, 50):.2f} ms: the subclass's own gain {gain:.2f} ms"
         )
 
         if args.latency_only:
@@ -558,7 +528,7 @@ def main() -> int:
         )
         return 1 if errors else 0
     finally:
-        for proc in (sidecar, other, plain, engine, *floors):
+        for proc in (sidecar, other, engine, *floors):
             proc.terminate()
             proc.wait(10)
         os.unlink(f.name)

@@ -1,9 +1,10 @@
-"""The sidecar's uvicorn protocol (`sidecar.server`): what it writes, write by write.
+"""The sidecar's HTTP front (`sidecar.front`): what it writes, write by write; and the
+guards of the uvicorn and Jinja internals the sidecar relies on.
 
-The protocol runs for real (uvicorn's httptools protocol, a real ASGI app, the event loop);
-its transport records each `write`, the one thing a socket cannot show (loopback TCP may
-merge two sends into one read). Every HTTP test in this directory serves the sidecar through
-the same protocol over real sockets (`sidecar_harness`).
+The protocol runs for real (a real ASGI app, the event loop); its transport records each
+`write`, the one thing a socket cannot show (loopback TCP may merge two sends into one
+read). Every HTTP test in this directory serves the sidecar over real sockets
+(`sidecar_harness`), on both fronts.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import uvicorn
 from uvicorn.server import ServerState
 
 from sidecar.front import LeanProtocol
-from sidecar.server import SidecarHTTPProtocol, server_options
+from sidecar.server import TimeoutsProtocol, server_options
 
 App = Callable[[Any, Any, Any], Awaitable[None]]
 JSON_BODY = b'{"ok":true}'
@@ -53,9 +54,9 @@ class RecordingTransport(asyncio.Transport):
         pass
 
 
-# The fronts that send a whole response in one write: the lean front and uvicorn's served by
-# the `SidecarHTTPProtocol` subclass.
-ONE_WRITE = {"lean": LeanProtocol, "uvicorn": SidecarHTTPProtocol}
+# The fronts that send a whole response in one write: the lean front (uvicorn's writes the
+# head and the body separately).
+ONE_WRITE = {"lean": LeanProtocol}
 
 
 @pytest.fixture(params=sorted(ONE_WRITE))
@@ -271,38 +272,40 @@ def _pinned(requirement: str) -> tuple[tuple[int, int], tuple[int, int]]:
 
 
 def test_the_uvicorn_internals_used_are_there_in_the_pinned_range() -> None:
+    """`TimeoutsProtocol` (the `--http uvicorn` front) overrides uvicorn's parser callbacks
+    and reads its protocol's state; a 408 written through them proves they still work."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
     from sidecar import server
 
     assert _pinned("uvicorn") == server.UVICORN_TESTED
     assert server._uvicorn_tested()  # the installed uvicorn is a tested one
+    for hook in ("on_message_begin", "on_headers_complete", "on_message_complete",
+                 "data_received", "connection_made", "connection_lost"):  # fmt: skip
+        assert callable(getattr(HttpToolsProtocol, hook)), hook
 
-    async def main() -> None:
-        protocol, transport = await serve("uvicorn", json_app, GET)
+    async def main() -> tuple[Any, RecordingTransport]:
+        options = server_options(front="uvicorn", head_timeout=0.05)
+        config = uvicorn.Config(json_app, log_level="warning", lifespan="off", **options)
+        config.load()
+        protocol = config.http_protocol_class(config, ServerState(), {})
+        assert isinstance(protocol, TimeoutsProtocol)
+        transport = RecordingTransport()
+        protocol.connection_made(transport)
+        protocol.data_received(GET)  # a whole request: served
         await turns()
-        # what TimeoutsProtocol and SidecarHTTPProtocol read and override
         for name in ("cycle", "flow", "transport", "loop", "timeout_keep_alive", "parser"):
             assert hasattr(protocol, name), name
         assert isinstance(protocol.flow.read_paused, bool)
-        for hook in ("on_message_begin", "on_headers_complete", "on_message_complete",
-                     "data_received", "connection_made", "connection_lost"):  # fmt: skip
-            assert callable(getattr(uvicorn.protocols.http.httptools_impl.HttpToolsProtocol,
-                                    hook)), hook  # fmt: skip
-        cycle = protocol.cycle
-        assert cycle is not None and hasattr(cycle, "response_started")
-        assert isinstance(cycle.transport, server._HeadWithBody)  # the wrap took effect
-        assert b"".join(transport.writes).startswith(b"HTTP/1.1 200 OK")
-        assert len(transport.writes) == 1
+        assert protocol.cycle is not None and protocol.cycle.response_started
+        protocol.data_received(GET[:10])  # half a head: 408 after the head timeout
+        await asyncio.sleep(0.3)
+        return protocol, transport
 
-    asyncio.run(main())
-
-
-def test_outside_the_tested_uvicorn_range_the_plain_protocol_serves(monkeypatch: Any) -> None:
-    from sidecar import server
-
-    monkeypatch.setattr(uvicorn, "__version__", "0.99.0")
-    assert server_options(front="uvicorn")["http"] is server.TimeoutsProtocol
-    monkeypatch.setattr(uvicorn, "__version__", "0.54.0")
-    assert server_options(front="uvicorn")["http"] is SidecarHTTPProtocol
+    _, transport = asyncio.run(main())
+    written = b"".join(transport.writes)
+    assert written.startswith(b"HTTP/1.1 200 OK") and JSON_BODY in written
+    assert b"HTTP/1.1 408 Request Timeout" in written and transport.closed
 
 
 def test_the_jinja_internals_used_are_there_and_the_fallback_renders_the_same(
