@@ -10,8 +10,10 @@ protocol does for the sidecar, more cheaply per request:
 - keep-alive (HTTP/1.1 unless `connection: close`; HTTP/1.0 closes), pipelined requests
   answered in order (reading pauses while one waits), chunked request bodies,
   `Expect: 100-continue` (answered when the app first reads the body), HEAD;
-- a response head goes out together with the first body bytes in one write (held until the
-  next write or the event loop's next turn), so a whole response is one `send`;
+- a response head goes out together with the first body bytes in one write, so a whole
+  response is one `send`: a head with a Content-Length is held until the body (or the app's
+  next `receive()`, or its end), a stream's head until its first event or the event loop's
+  next turn, whichever comes first;
 - client disconnects reach the app as `http.disconnect`; sends to a gone client are dropped;
 - backpressure both ways: reading pauses past 64 KiB of unread request body, `send` waits
   while the transport's write buffer is full;
@@ -152,6 +154,7 @@ class Cycle:
                 _error_log.error("ASGI callable returned without completing response.")
                 self._abort()
         finally:
+            self.flush()  # a head still held (a response the app never finished)
             self.conn.tasks.discard(self.task)
             self.task = None  # no reference cycle through the task
 
@@ -166,6 +169,8 @@ class Cycle:
     # -- ASGI --------------------------------------------------------------------------
 
     async def receive(self) -> dict[str, Any]:
+        if self.held is not None:  # the app waits for the client: its head goes out now
+            self.flush()
         if self.expect_continue:
             self.expect_continue = False
             if self.more_body and not self.conn.transport.is_closing():
@@ -259,8 +264,13 @@ class Cycle:
             content.append(b"transfer-encoding: chunked\r\n")
         content.append(b"\r\n")
         self.held = b"".join(content)
-        # Sent with the first body bytes, or alone when the loop turns first.
-        self.flush_handle = conn.loop.call_soon(self.flush)
+        if length is None or self.head_only:
+            # A stream's head: sent with the first event if it is ready in this turn of the
+            # event loop, else alone then (a client sees the stream begin).
+            self.flush_handle = conn.loop.call_soon(self.flush)
+        # A head with a Content-Length waits for the body's first bytes (or the app's end,
+        # or its next receive()): a whole response then leaves in one write, and no extra
+        # turn of the event loop is spent on a flush that is rarely needed.
 
     def flush(self) -> None:
         """Write the held head now."""
@@ -289,8 +299,9 @@ class Cycle:
         held = self.held
         if held is not None:
             self.held = None
-            self.flush_handle.cancel()  # type: ignore[union-attr]
-            self.flush_handle = None
+            if self.flush_handle is not None:
+                self.flush_handle.cancel()
+                self.flush_handle = None
             if len(data) <= _COALESCE_LIMIT:
                 data = held + data
             else:

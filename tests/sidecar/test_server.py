@@ -186,6 +186,35 @@ def test_head_and_first_event_sent_together_when_ready_together(front: str) -> N
     assert writes[1] == b"0\r\n\r\n"
 
 
+def test_a_sized_head_waits_for_its_body_across_loop_turns(front: str) -> None:
+    """A Content-Length response: the head waits for the body (one write), however many
+    turns the app takes in between; an app that waits for the client sends its head."""
+
+    async def main() -> tuple[list[bytes], list[bytes]]:
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            await send(
+                {"type": "http.response.start", "status": 200,
+                 "headers": [(b"content-length", str(len(JSON_BODY)).encode())]}
+            )  # fmt: skip
+            await asyncio.sleep(0.05)
+            if scope["path"] == "/wait":
+                await receive()  # the app turns to the client: the head goes out first
+            await send({"type": "http.response.body", "body": JSON_BODY})
+
+        _, transport = await serve(front, app, GET)
+        await asyncio.sleep(0.2)
+        waiting_app = b"GET /wait HTTP/1.1\r\nhost: x\r\n\r\n"
+        _, waiting = await serve(front, app, waiting_app)
+        await asyncio.sleep(0.2)
+        return transport.writes, waiting.writes
+
+    writes, waiting = asyncio.run(main())
+    assert len(writes) == 1 and writes[0].startswith(b"HTTP/1.1 200 OK")
+    assert writes[0].endswith(b"\r\n\r\n" + JSON_BODY)
+    assert len(waiting) == 2 and waiting[0].endswith(b"\r\n\r\n")  # the head alone
+    assert waiting[1] == JSON_BODY
+
+
 def test_a_head_response_without_body_write_is_still_sent(front: str) -> None:
     async def main() -> list[bytes]:
         _, transport = await serve(front, json_app, b"HEAD / HTTP/1.1\r\nhost: x\r\n\r\n")
