@@ -106,7 +106,7 @@ class Cycle:
     __slots__ = (
         "body", "body_size", "chunked", "complete", "conn", "delivered_end", "disconnected",
         "expect_continue", "flush_handle", "head_only", "held", "keep_alive", "more_body",
-        "remaining", "scope", "started", "task", "waiter",
+        "others", "remaining", "scope", "started", "task", "waiter",
     )  # fmt: skip
 
     def __init__(
@@ -121,6 +121,7 @@ class Cycle:
         self.more_body = True
         self.delivered_end = False
         self.waiter: asyncio.Future[None] | None = None
+        self.others: list[asyncio.Future[None]] | None = None  # more receive()s at once
         self.disconnected = False
         self.started = False  # the response head was built (sent or held)
         self.complete = False  # the whole response was written
@@ -133,8 +134,15 @@ class Cycle:
 
     def wake(self) -> None:
         waiter = self.waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        if waiter is not None:
+            self.waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+        if self.others is not None:
+            others, self.others = self.others, None
+            for other in others:
+                if not other.done():
+                    other.set_result(None)
 
     async def run(self, app: Any) -> None:
         """Call the app; answer 500 if it failed before responding (as uvicorn does)."""
@@ -189,11 +197,14 @@ class Cycle:
             conn = self.conn
             if conn.read_paused and not conn.pipeline:
                 conn.resume_reading()
-            self.waiter = conn.loop.create_future()
-            try:
-                await self.waiter
-            finally:
-                self.waiter = None
+            waiter = conn.loop.create_future()
+            if self.waiter is None or self.waiter.done():
+                self.waiter = waiter
+            else:  # another receive() already waits (a disconnect watcher, say)
+                if self.others is None:
+                    self.others = []
+                self.others.append(waiter)
+            await waiter
 
     async def send(self, message: dict[str, Any]) -> None:
         conn = self.conn

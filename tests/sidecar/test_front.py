@@ -65,6 +65,10 @@ class App:
             message = await receive()  # blocks until the client leaves
             self.disconnects += message["type"] == "http.disconnect"
             return
+        if path == "/gone-twice":  # two receivers waiting at once: both hear of it
+            messages = await asyncio.gather(receive(), receive())
+            self.disconnects += sum(m["type"] == "http.disconnect" for m in messages)
+            return
         if len(body) > 1000:
             payload = b'{"error":"too large"}'
             await send({"type": "http.response.start", "status": 413,
@@ -303,16 +307,18 @@ def test_an_app_failure_is_a_500_and_the_server_goes_on(served: Any) -> None:
         assert _responses(sock, 1)[0][0].startswith(b"HTTP/1.1 200")
 
 
-def test_a_client_leaving_is_an_http_disconnect(served: Any) -> None:
+@pytest.mark.parametrize(("path", "receivers"), [("/gone", 1), ("/gone-twice", 2)])
+def test_a_client_leaving_is_an_http_disconnect(served: Any, path: str, receivers: int) -> None:
     _, port, app, _ = served
     sock = _connect(port)
-    sock.sendall(_post("/gone", b"x"))
+    sock.sendall(_post(path, b"x"))
     time.sleep(0.2)
     sock.close()
     deadline = time.monotonic() + 10
-    while app.disconnects == 0 and time.monotonic() < deadline:
+    while app.disconnects < receivers and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert app.disconnects == 1
+    time.sleep(0.1)
+    assert app.disconnects == receivers
 
 
 def test_a_client_not_reading_holds_the_sender_back(served: Any) -> None:
