@@ -1,6 +1,6 @@
 """Sidecar overhead, side by side with calling the (fake) engine directly, in one run.
 
-    python benchmarks/bench_sidecar.py [--requests 1000] [--engine vllm]
+    python benchmarks/bench_sidecar.py [--requests 1000] [--engine vllm] [--latency-only]
 
 Starts a fake engine (`python -m sidecar.fake_engine`) and the real sidecar CLI as separate
 processes on loopback, then measures from this process:
@@ -11,8 +11,8 @@ processes on loopback, then measures from this process:
      floor's (goal <= 1.15x). The floor parses HTTP with httptools, makes a unique response
      id and reads into one reused buffer, as the sidecar does: before, it only located a
      Content-Length body and answered "chatcmpl-0", which was not the same work. Then the
-     uvicorn protocol subclass toggled alone (the same sidecar served by
-     `TimeoutsProtocol`), and the bare `raw_proxy.py` floor;
+     HTTP front toggled alone (the same sidecar with `--http lean` and `--http uvicorn`),
+     and the bare `raw_proxy.py` floor;
   2. throughput with 64 concurrent streams: direct vs sidecar (requests/s, chunks/s);
   3. 200 concurrent streams: errors (goal: none) and the sidecar's RSS before/after;
   4. reading one long SSE line from the engine at 5 MB and 20 MB (goal: 4x the bytes in at
@@ -37,6 +37,8 @@ from pathlib import Path
 import httpx
 from raw_proxy import bench_sidecar
 from steal import Steal
+
+from sidecar.server import DEFAULT_FRONT
 
 OUTPUT = (
     "<think>The user wants the weather, so I will call the tool.</think>Let me check that "
@@ -282,9 +284,13 @@ def main() -> int:
         "--requests", type=int, default=1000, help="sequential latency samples per target"
     )
     p.add_argument("--stream-requests", type=int, default=640, help="requests at 64 streams")
+    p.add_argument(
+        "--latency-only",
+        action="store_true",
+        help="section 1 only (headline and front toggle): shorter runs while iterating",
+    )
     args = p.parse_args()
 
-    bindir = Path(sys.executable).parent
     engine_port, sidecar_port = free_port(), free_port()
     floor_ports = free_port(), free_port()  # raw proxy, raw proxy --work
     with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
@@ -294,26 +300,36 @@ def main() -> int:
          "--text", OUTPUT],
         stdout=subprocess.DEVNULL,
     )  # fmt: skip
-    sidecar = subprocess.Popen(
-        [str(bindir / f"sidecar-{args.engine}"), "--engine-url",
-         f"http://127.0.0.1:{engine_port}", "--model", "bench", "--tool-call-parser", "hermes",
-         "--reasoning-parser", "qwen3", "--host", "127.0.0.1", "--port", str(sidecar_port),
-         "--log-level", "warning"],
-        env={k: v for k, v in os.environ.items() if not k.startswith("DYN_")},
-        stdout=subprocess.DEVNULL,
-    )  # fmt: skip
-    plain_port = free_port()
-    # The same sidecar served by `TimeoutsProtocol` alone (no head coalescing, no shared
-    # receive buffer): what `SidecarHTTPProtocol` gains, toggled alone.
-    plain = subprocess.Popen(
-        [sys.executable, "-c", "import sys; from sidecar import cli, server; "
-         "server.PROTOCOL = server.TimeoutsProtocol; sys.exit(cli.main(sys.argv[1:]))",
-         args.engine, "--engine-url", f"http://127.0.0.1:{engine_port}", "--model", "bench",
-         "--tool-call-parser", "hermes", "--reasoning-parser", "qwen3", "--host", "127.0.0.1",
-         "--port", str(plain_port), "--log-level", "warning"],
-        env={k: v for k, v in os.environ.items() if not k.startswith("DYN_")},
-        stdout=subprocess.DEVNULL,
-    )  # fmt: skip
+
+    def start_sidecar(port: int, *extra: str) -> subprocess.Popen[bytes]:
+        """The real sidecar CLI (`python -m sidecar`)."""
+        argv = [
+            args.engine,
+            "--engine-url",
+            f"http://127.0.0.1:{engine_port}",
+            "--model",
+            "bench",
+            "--tool-call-parser",
+            "hermes",
+            "--reasoning-parser",
+            "qwen3",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--log-level",
+            "warning",
+            *extra,
+        ]
+        command = [sys.executable, "-m", "sidecar", *argv]
+        env = {k: v for k, v in os.environ.items() if not k.startswith("DYN_")}
+        return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
+
+    # The sidecar as shipped (default front), and the other front toggled alone.
+    sidecar = start_sidecar(sidecar_port)
+    other_front = "uvicorn" if DEFAULT_FRONT == "lean" else "lean"
+    other_port = free_port()
+    other = start_sidecar(other_port, "--http", other_front)
     path = "/generate" if args.engine == "sglang" else "/v1/completions"
     prompt = "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n"
 
@@ -332,7 +348,7 @@ def main() -> int:
                 stdout=subprocess.DEVNULL,
             ))  # fmt: skip
         wait_live(f"http://127.0.0.1:{sidecar_port}/live", sidecar)
-        wait_live(f"http://127.0.0.1:{plain_port}/live", plain)
+        wait_live(f"http://127.0.0.1:{other_port}/live", other)
         for port, proc in zip(floor_ports, floors, strict=True):
             wait_port(port, proc)
 
@@ -347,11 +363,6 @@ def main() -> int:
         direct = Target("engine direct", f"http://127.0.0.1:{engine_port}{path}", engine_body)
         via = Target(
             "via sidecar", f"http://127.0.0.1:{sidecar_port}/v1/chat/completions", chat_body
-        )
-        via_plain = Target(
-            "sidecar, plain protocol",
-            f"http://127.0.0.1:{plain_port}/v1/chat/completions",
-            chat_body,
         )
         bare, worked = (
             Target(name, f"http://127.0.0.1:{port}/v1/chat/completions", chat_body)
@@ -404,19 +415,39 @@ def main() -> int:
             f"   the sidecar's own work (validate, render, plan, parse) in a hot loop: {own:.3f} ms"
         )
 
-        print(
-            f"\n   the uvicorn protocol subclass toggled alone: {args.requests} rounds of direct, "
-            "SidecarHTTPProtocol, TimeoutsProtocol"
+        other_target = Target(
+            f"{other_front} front",
+            f"http://127.0.0.1:{other_port}/v1/chat/completions",
+            chat_body,
         )
-        lat = run(latency([direct, via, via_plain], args.requests))
-        assert isinstance(lat, list)
-        d2, with_subclass, without = lat
-        gain = (pct(without, 50) - pct(d2, 50)) - (pct(with_subclass, 50) - pct(d2, 50))
         print(
-            f"   added p50: with {pct(with_subclass, 50) - pct(d2, 50):.2f} ms, without "
-            f"{pct(without, 50) - pct(d2, 50):.2f} ms: the subclass's own gain {gain:.2f} ms"
+            f"\n   the HTTP front toggled alone: {args.requests} rounds of direct, the sidecar "
+            f"with --http {DEFAULT_FRONT} (default) and with --http {other_front}"
+        )
+        fronts_cpu = cpu_ms(sidecar.pid), cpu_ms(other.pid)
+        lat = run(latency([direct, via, other_target], args.requests))
+        assert isinstance(lat, list)
+        default_cpu, other_cpu = (
+            (cpu_ms(proc.pid) - before) / rounds
+            for proc, before in zip((sidecar, other), fronts_cpu, strict=True)
+        )
+        d3, default_front, other_values = lat
+        added_default = pct(default_front, 50) - pct(d3, 50)
+        added_other = pct(other_values, 50) - pct(d3, 50)
+        lean_gain = (
+            added_other - added_default
+            if DEFAULT_FRONT == "lean"
+            else (added_default - added_other)
+        )
+        print(
+            f"   added p50: {DEFAULT_FRONT} {added_default:.2f} ms, {other_front} "
+            f"{added_other:.2f} ms: the lean front's own gain {lean_gain:.2f} ms\n"
+            f"   CPU per request: {DEFAULT_FRONT} {default_cpu:.2f} ms, {other_front} "
+            f"{other_cpu:.2f} ms"
         )
 
+        if args.latency_only:
+            return 0
         print(f"\n   the bare floor, in {args.requests} rounds of its own with direct")
         before = cpu_ms(floors[0].pid)
         lat = run(latency([direct, bare], args.requests))
@@ -497,7 +528,7 @@ def main() -> int:
         )
         return 1 if errors else 0
     finally:
-        for proc in (sidecar, plain, engine, *floors):
+        for proc in (sidecar, other, engine, *floors):
             proc.terminate()
             proc.wait(10)
         os.unlink(f.name)

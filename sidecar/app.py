@@ -118,12 +118,18 @@ class Sidecar:
         """`POST /v1/chat/completions`, as a plain ASGI handler (see `sidecar.asgi`)."""
         in_flight = self.metrics.in_flight
         in_flight.inc()
+        routed: list[str] = []
         try:
-            await self._chat_completions(scope, receive, send)
+            await self._chat_completions(scope, receive, send, routed)
         finally:
             in_flight.dec()
+            # Counted once the response is finished (as the status is): not the client's wait.
+            if routed:
+                self.metrics.route(routed[0])
 
-    async def _chat_completions(self, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _chat_completions(
+        self, scope: Scope, receive: Receive, send: Send, routed: list[str]
+    ) -> None:
         started = time.perf_counter()
         route: str | None = None
         stream = False
@@ -131,13 +137,16 @@ class Sidecar:
             raw = await read_body(scope, receive, self.config.max_body_bytes)
             chat, plan, engine_request = self.prepare(raw)
             route, stream = plan.route, chat.stream
-            self.metrics.route(route)
-            # The parser and the response's id are made once the engine request is written,
-            # while the engine works: they are not needed before its answer.
+            routed.append(route)
+            # The parser, the response's id and the disconnect watch's timer are made once
+            # the engine request is written, while the engine works: they are not needed
+            # before its answer.
             parser: list[StreamParser] = []
             factories: list[ChunkFactory] = []
+            watch = DisconnectWatch(receive, armed=False)
 
             def after_write() -> None:
+                watch.arm()  # a stream's watch is another one: nothing happens then
                 parser.append(parser_for(plan))
                 factories.append(
                     ChunkFactory(
@@ -154,7 +163,7 @@ class Sidecar:
                     receive, send, engine_stream, parser[0], factories[0], started, route
                 )
                 return
-            with DisconnectWatch(receive) as watch:
+            with watch:
                 event = await self.engine.complete(engine_request, after_write)
             if watch.gone:  # the engine request was cancelled (its connection closed)
                 self.metrics.done(499, time.perf_counter() - started, False, "client_disconnected")

@@ -107,9 +107,12 @@ class DisconnectWatch:
     at that point (uvicorn remembers the disconnect).
     """
 
-    def __init__(self, receive: Receive, delay: float = 0.05) -> None:
+    def __init__(self, receive: Receive, delay: float = 0.05, armed: bool = True) -> None:
+        """`armed=False`: the delay starts at `arm()`, not at entering the block (a request
+        arms it once written to the engine: the timer is not on the way there)."""
         self._receive = receive
         self._delay = delay
+        self._armed = armed
         self._task: asyncio.Task[Any] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._watcher: asyncio.Task[None] | None = None
@@ -120,8 +123,14 @@ class DisconnectWatch:
         loop = asyncio.get_running_loop()
         self._task = asyncio.current_task(loop)
         self._active = True
-        self._timer = loop.call_later(self._delay, self._start)
+        if self._armed:
+            self._timer = loop.call_later(self._delay, self._start)
         return self
+
+    def arm(self) -> None:
+        """Start the delay now (once, and only inside the block)."""
+        if self._active and self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self._delay, self._start)
 
     def _start(self) -> None:
         if self._active:

@@ -1,11 +1,10 @@
-"""uvicorn's httptools protocol, sending a response's head together with its first body bytes.
+"""The uvicorn settings the sidecar is served with, and `TimeoutsProtocol`: uvicorn's
+httptools protocol closing incomplete requests (the `--http uvicorn` front; the default
+front is `sidecar.front.LeanProtocol`).
 
-uvicorn writes the status line and headers in one `transport.write` and each body part in
-another, so a whole (non-streamed) response left as two TCP segments: two `send` syscalls
-(each tens of microseconds on loopback, waking the client) where one does. Here the head is
-held back until the next write of the same response, which then carries both; if none
-follows before the event loop's next turn (a stream whose first event is still awaited, a
-HEAD response), the head goes out alone then. Body parts are written at once.
+`SidecarHTTPProtocol`, a subclass sending a response's head with its first body bytes and
+receiving into `sidecar.recvbuf`, was removed: toggled alone in `bench_sidecar.py` it showed
+no steady gain (docs/sidecar.md, Performance). The lean front does both itself.
 """
 
 from __future__ import annotations
@@ -16,65 +15,8 @@ from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from sidecar import recvbuf
 from sidecar.config import DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT
-
-
-class _HeadWithBody:
-    """The transport as one request/response cycle sees it (uvicorn's cycle uses `write`,
-    `close` and `is_closing`; everything else is passed through).
-
-    uvicorn writes a response head whole, in one write starting with the status line; such a
-    write is held. Holding any write until the next one or the loop's next turn keeps the
-    bytes in order and sends them before the loop waits, so a body that happens to start
-    like a status line is only held, never lost or reordered. It keeps no reference to the
-    cycle: a reference cycle would leave both to the garbage collector.
-    """
-
-    def __init__(self, transport: asyncio.Transport, loop: asyncio.AbstractEventLoop) -> None:
-        self._transport = transport
-        self._loop = loop
-        self._held: bytes | None = None
-        self._flush_handle: asyncio.Handle | None = None
-
-    def write(self, data: bytes) -> None:
-        if self._held is not None:
-            held, self._held = self._held, None
-            self._cancel_flush()
-            self._transport.write(held + data)
-        elif data.startswith(b"HTTP/1.1 "):
-            self._held = data
-            self._flush_handle = self._loop.call_soon(self.flush)
-        else:
-            self._transport.write(data)
-
-    def flush(self) -> None:
-        """Send a held head now."""
-        self._cancel_flush()
-        if self._held is not None:
-            held, self._held = self._held, None
-            self._transport.write(held)
-
-    def close(self) -> None:
-        self.flush()
-        self._transport.close()
-
-    def is_closing(self) -> bool:
-        return self._transport.is_closing()
-
-    def _cancel_flush(self) -> None:
-        if self._flush_handle is not None:
-            self._flush_handle.cancel()
-            self._flush_handle = None
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._transport, name)
-
-
-_TIMEOUT_408 = (
-    b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n"
-    b"connection: close\r\ncontent-length: %d\r\n\r\n%s"
-)
+from sidecar.front import LeanProtocol, timeout_response
 
 
 class TimeoutsProtocol(HttpToolsProtocol):
@@ -156,43 +98,13 @@ class TimeoutsProtocol(HttpToolsProtocol):
             cycle = self.cycle
             if stage == "head" or cycle is None or not cycle.response_started:
                 limit = self.head_timeout if stage == "head" else self.body_timeout
-                message = (
-                    b'{"error":{"message":"request %s not received within %gs",'
-                    b'"type":"invalid_request_error","param":null,"code":"request_timeout"}}'
-                    % (stage.encode(), limit)
-                )
-                transport.write(_TIMEOUT_408 % (len(message), message))
+                transport.write(timeout_response(stage, limit))
         transport.close()
 
 
-class SidecarHTTPProtocol(TimeoutsProtocol, asyncio.BufferedProtocol):
-    """`uvicorn.run(..., http=SidecarHTTPProtocol)`: `TimeoutsProtocol` with one write per
-    whole response (see the module docstring), receiving into `sidecar.recvbuf`. These two
-    rely on uvicorn internals (`cycle.transport`, `data_received`); `bench_sidecar.py`
-    measures them against `TimeoutsProtocol` alone, and `tests/sidecar/test_server.py`
-    guards the internals and the tested uvicorn range (`UVICORN_TESTED`)."""
-
-    def get_buffer(self, sizehint: int) -> memoryview:
-        return recvbuf.view()
-
-    def buffer_updated(self, nbytes: int) -> None:
-        self.data_received(recvbuf.take(nbytes))
-
-    def on_headers_complete(self) -> None:
-        super().on_headers_complete()
-        cycle = self.cycle
-        # Wrap each new cycle's transport once (an upgrade creates no cycle: `self.cycle` is
-        # then the previous one, already wrapped).
-        if cycle is not None and cycle.transport is self.transport:
-            cycle.transport = _HeadWithBody(self.transport, self.loop)  # type: ignore[assignment]
-
-
-# The uvicorn releases whose internals `SidecarHTTPProtocol` was tested against (pinned in
-# pyproject.toml); outside them `server_options` falls back to `TimeoutsProtocol`.
+# The uvicorn releases whose internals `TimeoutsProtocol` reads and whose server hooks
+# `sidecar.front.LeanProtocol` uses were tested (pinned in pyproject.toml; a test checks).
 UVICORN_TESTED = ((0, 30), (0, 55))
-# The protocol served; `benchmarks/bench_sidecar.py` swaps in `TimeoutsProtocol` to measure
-# `SidecarHTTPProtocol`'s own gain.
-PROTOCOL: type[TimeoutsProtocol] = SidecarHTTPProtocol
 
 
 def _uvicorn_tested() -> bool:
@@ -203,13 +115,27 @@ def _uvicorn_tested() -> bool:
     return len(parts) == 2 and low <= parts < high
 
 
+# `--http`: the HTTP/1.1 front serving each connection (docs/sidecar.md, "HTTP front").
+FRONTS = ("lean", "uvicorn")
+DEFAULT_FRONT = "lean"
+
+
 def server_options(
     log_level: int = logging.INFO,
     head_timeout: float = DEFAULT_HEAD_TIMEOUT,
     body_timeout: float = DEFAULT_BODY_TIMEOUT,
+    front: str = DEFAULT_FRONT,
 ) -> dict[str, Any]:
-    """The uvicorn settings every sidecar is served with (the CLI's and the tests')."""
-    protocol = PROTOCOL if _uvicorn_tested() else TimeoutsProtocol
+    """The uvicorn settings every sidecar is served with (the CLI's and the tests'); `front`
+    picks the per-connection protocol: `sidecar.front.LeanProtocol` or uvicorn's own
+    (`TimeoutsProtocol`)."""
+    protocol: type[TimeoutsProtocol] | type[LeanProtocol]
+    if front == "lean":
+        protocol = LeanProtocol
+    elif front == "uvicorn":
+        protocol = TimeoutsProtocol
+    else:
+        raise ValueError(f"unknown HTTP front {front!r}: one of {', '.join(FRONTS)}")
     if (head_timeout, body_timeout) != (DEFAULT_HEAD_TIMEOUT, DEFAULT_BODY_TIMEOUT):
         protocol = protocol.with_timeouts(head_timeout, body_timeout)
     return {

@@ -13,7 +13,7 @@ from sidecar.engines.base import EngineAdapter
 from sidecar.engines.sglang import SGLangAdapter
 from sidecar.fake_engine import FakeEngine, RunningServer, serve_in_thread
 from sidecar.prompt import ChatTemplate
-from sidecar.server import server_options
+from sidecar.server import DEFAULT_FRONT, server_options
 
 KINDS = ("vllm", "sglang", "trtllm")
 MODEL = "fake-model"
@@ -26,6 +26,7 @@ class Deployment:
     kind: str
     engine: FakeEngine
     engine_server: RunningServer
+    front: str = DEFAULT_FRONT  # the sidecars' HTTP front (`--http`)
     sidecars: dict[tuple[object, ...], RunningServer] = field(default_factory=dict)
 
     def sidecar(
@@ -53,7 +54,7 @@ class Deployment:
             )
             template = ChatTemplate.builtin(settings.family, settings.tool_parser)
             app = build_app(config, adapter_for(self.kind), template)
-            self.sidecars[key] = serve_in_thread(app, **server_options())
+            self.sidecars[key] = serve_in_thread(app, **server_options(front=self.front))
         return self.sidecars[key].url
 
     def stop(self) -> None:
@@ -66,9 +67,11 @@ def adapter_for(kind: str) -> EngineAdapter:
     return SGLangAdapter() if kind == "sglang" else ENGINES[kind]()
 
 
-def deploy(kind: str, *, incremental: bool = False) -> Iterator[Deployment]:
+def deploy(
+    kind: str, *, incremental: bool = False, front: str = DEFAULT_FRONT
+) -> Iterator[Deployment]:
     engine = FakeEngine(kind, incremental=incremental)
-    deployment = Deployment(kind, engine, serve_in_thread(engine.app))
+    deployment = Deployment(kind, engine, serve_in_thread(engine.app), front=front)
     try:
         yield deployment
     finally:

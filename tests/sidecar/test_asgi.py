@@ -93,3 +93,29 @@ def test_other_cancellations_pass_through() -> None:
         return watch.gone
 
     assert asyncio.run(main()) is False
+
+
+def test_an_unarmed_watch_starts_only_once_armed() -> None:
+    """`armed=False` (a request's watch, armed once the engine request is written): no
+    watcher before `arm()`, even past the delay; after it, a gone client cancels the block."""
+
+    async def main() -> tuple[int, bool, bool]:
+        channel = Channel()
+        channel.leave()
+        watch = DisconnectWatch(channel.receive, delay=0.01, armed=False)
+        watch.arm()  # outside the block: does nothing
+        calls_before = -1
+        with watch:
+
+            async def later() -> None:
+                nonlocal calls_before
+                await asyncio.sleep(0.2)
+                calls_before = channel.calls  # past the delay, not armed: nothing asked
+                watch.arm()
+
+            helper = asyncio.create_task(later())
+            await asyncio.sleep(10)
+        await helper
+        return calls_before, watch.gone, channel.calls > 0
+
+    assert asyncio.run(main()) == (0, True, True)

@@ -1,9 +1,10 @@
-"""The sidecar's uvicorn protocol (`sidecar.server`): what it writes, write by write.
+"""The sidecar's HTTP front (`sidecar.front`): what it writes, write by write; and the
+guards of the uvicorn and Jinja internals the sidecar relies on.
 
-The protocol runs for real (uvicorn's httptools protocol, a real ASGI app, the event loop);
-its transport records each `write`, the one thing a socket cannot show (loopback TCP may
-merge two sends into one read). Every HTTP test in this directory serves the sidecar through
-the same protocol over real sockets (`sidecar_harness`).
+The protocol runs for real (a real ASGI app, the event loop); its transport records each
+`write`, the one thing a socket cannot show (loopback TCP may merge two sends into one
+read). Every HTTP test in this directory serves the sidecar over real sockets
+(`sidecar_harness`), on both fronts.
 """
 
 from __future__ import annotations
@@ -12,10 +13,12 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import pytest
 import uvicorn
 from uvicorn.server import ServerState
 
-from sidecar.server import SidecarHTTPProtocol, server_options
+from sidecar.front import LeanProtocol
+from sidecar.server import TimeoutsProtocol, server_options
 
 App = Callable[[Any, Any, Any], Awaitable[None]]
 JSON_BODY = b'{"ok":true}'
@@ -51,20 +54,31 @@ class RecordingTransport(asyncio.Transport):
         pass
 
 
-async def serve(app: App, request: bytes) -> tuple[SidecarHTTPProtocol, RecordingTransport]:
+# The fronts that send a whole response in one write: the lean front (uvicorn's writes the
+# head and the body separately).
+ONE_WRITE = {"lean": LeanProtocol}
+
+
+@pytest.fixture(params=sorted(ONE_WRITE))
+def front(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+async def serve(front: str, app: App, request: bytes) -> tuple[Any, RecordingTransport]:
     """A protocol with the sidecar's settings, connected, fed `request` through the same
     buffered-read path a socket uses."""
-    config = uvicorn.Config(app, log_level="warning", lifespan="off", **server_options())
+    options = server_options(front=front)
+    config = uvicorn.Config(app, log_level="warning", lifespan="off", **options)
     config.load()
-    assert config.http_protocol_class is SidecarHTTPProtocol
-    protocol = SidecarHTTPProtocol(config, ServerState(), {})
+    assert config.http_protocol_class is ONE_WRITE[front]
+    protocol = config.http_protocol_class(config, ServerState(), {})
     transport = RecordingTransport()
     protocol.connection_made(transport)
     feed(protocol, request)
     return protocol, transport
 
 
-def feed(protocol: SidecarHTTPProtocol, data: bytes) -> None:
+def feed(protocol: Any, data: bytes) -> None:
     buffer = protocol.get_buffer(-1)
     buffer[: len(data)] = data
     protocol.buffer_updated(len(data))
@@ -92,9 +106,9 @@ async def json_app(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": JSON_BODY})
 
 
-def test_a_whole_response_is_one_write() -> None:
+def test_a_whole_response_is_one_write(front: str) -> None:
     async def main() -> list[bytes]:
-        _, transport = await serve(json_app, GET)
+        _, transport = await serve(front, json_app, GET)
         await turns()
         return transport.writes
 
@@ -104,9 +118,9 @@ def test_a_whole_response_is_one_write() -> None:
     assert writes[0].endswith(b"\r\n\r\n" + JSON_BODY)
 
 
-def test_two_requests_on_one_connection_each_get_one_write() -> None:
+def test_two_requests_on_one_connection_each_get_one_write(front: str) -> None:
     async def main() -> list[bytes]:
-        protocol, transport = await serve(json_app, GET)
+        protocol, transport = await serve(front, json_app, GET)
         await turns()
         feed(protocol, GET)
         await turns()
@@ -117,7 +131,7 @@ def test_two_requests_on_one_connection_each_get_one_write() -> None:
     assert all(w.startswith(b"HTTP/1.1 200 OK") and w.endswith(JSON_BODY) for w in writes)
 
 
-def test_a_stream_head_goes_out_before_its_first_event_is_ready() -> None:
+def test_a_stream_head_goes_out_before_its_first_event_is_ready(front: str) -> None:
     """The held head is sent when the loop turns, not only with the next write."""
 
     async def main() -> list[list[bytes]]:
@@ -138,7 +152,7 @@ def test_a_stream_head_goes_out_before_its_first_event_is_ready() -> None:
                 seen.append(list(transport.writes))  # written at once, not held
             await send({"type": "http.response.body", "body": b""})
 
-        _, transport = await serve(app, GET)
+        _, transport = await serve(front, app, GET)
         await turns()
         seen.append(list(transport.writes))
         first_event.set()
@@ -154,7 +168,7 @@ def test_a_stream_head_goes_out_before_its_first_event_is_ready() -> None:
     assert final[-1] == b"0\r\n\r\n"
 
 
-def test_head_and_first_event_sent_together_when_ready_together() -> None:
+def test_head_and_first_event_sent_together_when_ready_together(front: str) -> None:
     async def main() -> list[bytes]:
         async def app(scope: Any, receive: Any, send: Any) -> None:
             await send({"type": "http.response.start", "status": 200, "headers": []})
@@ -162,7 +176,7 @@ def test_head_and_first_event_sent_together_when_ready_together() -> None:
             await asyncio.sleep(0)
             await send({"type": "http.response.body", "body": b""})
 
-        _, transport = await serve(app, GET)
+        _, transport = await serve(front, app, GET)
         await turns()
         return transport.writes
 
@@ -172,9 +186,38 @@ def test_head_and_first_event_sent_together_when_ready_together() -> None:
     assert writes[1] == b"0\r\n\r\n"
 
 
-def test_a_head_response_without_body_write_is_still_sent() -> None:
+def test_a_sized_head_waits_for_its_body_across_loop_turns(front: str) -> None:
+    """A Content-Length response: the head waits for the body (one write), however many
+    turns the app takes in between; an app that waits for the client sends its head."""
+
+    async def main() -> tuple[list[bytes], list[bytes]]:
+        async def app(scope: Any, receive: Any, send: Any) -> None:
+            await send(
+                {"type": "http.response.start", "status": 200,
+                 "headers": [(b"content-length", str(len(JSON_BODY)).encode())]}
+            )  # fmt: skip
+            await asyncio.sleep(0.05)
+            if scope["path"] == "/wait":
+                await receive()  # the app turns to the client: the head goes out first
+            await send({"type": "http.response.body", "body": JSON_BODY})
+
+        _, transport = await serve(front, app, GET)
+        await asyncio.sleep(0.2)
+        waiting_app = b"GET /wait HTTP/1.1\r\nhost: x\r\n\r\n"
+        _, waiting = await serve(front, app, waiting_app)
+        await asyncio.sleep(0.2)
+        return transport.writes, waiting.writes
+
+    writes, waiting = asyncio.run(main())
+    assert len(writes) == 1 and writes[0].startswith(b"HTTP/1.1 200 OK")
+    assert writes[0].endswith(b"\r\n\r\n" + JSON_BODY)
+    assert len(waiting) == 2 and waiting[0].endswith(b"\r\n\r\n")  # the head alone
+    assert waiting[1] == JSON_BODY
+
+
+def test_a_head_response_without_body_write_is_still_sent(front: str) -> None:
     async def main() -> list[bytes]:
-        _, transport = await serve(json_app, b"HEAD / HTTP/1.1\r\nhost: x\r\n\r\n")
+        _, transport = await serve(front, json_app, b"HEAD / HTTP/1.1\r\nhost: x\r\n\r\n")
         await turns()
         return transport.writes
 
@@ -183,7 +226,7 @@ def test_a_head_response_without_body_write_is_still_sent() -> None:
     assert writes[0].startswith(b"HTTP/1.1 200 OK") and writes[0].endswith(b"\r\n\r\n")
 
 
-def test_a_held_head_is_written_before_the_connection_closes() -> None:
+def test_a_held_head_is_written_before_the_connection_closes(front: str) -> None:
     """An app failing after starting its response: uvicorn closes the connection; the head
     must precede the close (as it did when written at once)."""
 
@@ -192,7 +235,7 @@ def test_a_held_head_is_written_before_the_connection_closes() -> None:
             await send({"type": "http.response.start", "status": 200, "headers": []})
             raise RuntimeError("app failed mid-response")
 
-        _, transport = await serve(app, GET)
+        _, transport = await serve(front, app, GET)
         await turns()
         return transport
 
@@ -201,10 +244,10 @@ def test_a_held_head_is_written_before_the_connection_closes() -> None:
     assert len(transport.writes) == 1 and transport.writes[0].startswith(b"HTTP/1.1 200 OK")
 
 
-def test_connection_close_request_gets_the_whole_response_then_the_close() -> None:
+def test_connection_close_request_gets_the_whole_response_then_the_close(front: str) -> None:
     async def main() -> RecordingTransport:
         _, transport = await serve(
-            json_app, b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"
+            front, json_app, b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"
         )
         await turns()
         return transport
@@ -214,7 +257,7 @@ def test_connection_close_request_gets_the_whole_response_then_the_close() -> No
     assert len(transport.writes) == 1 and transport.writes[0].endswith(JSON_BODY)
 
 
-def test_expect_100_continue_keeps_the_order() -> None:
+def test_expect_100_continue_keeps_the_order(front: str) -> None:
     async def main() -> list[bytes]:
         async def app(scope: Any, receive: Any, send: Any) -> None:
             message = await receive()
@@ -229,7 +272,7 @@ def test_expect_100_continue_keeps_the_order() -> None:
             await send({"type": "http.response.body", "body": body})
 
         head = b"POST / HTTP/1.1\r\nhost: x\r\nexpect: 100-continue\r\ncontent-length: 5\r\n\r\n"
-        protocol, transport = await serve(app, head)
+        protocol, transport = await serve(front, app, head)
         await turns()
         interim = b"".join(transport.writes)
         feed(protocol, b"hello")
@@ -258,38 +301,40 @@ def _pinned(requirement: str) -> tuple[tuple[int, int], tuple[int, int]]:
 
 
 def test_the_uvicorn_internals_used_are_there_in_the_pinned_range() -> None:
+    """`TimeoutsProtocol` (the `--http uvicorn` front) overrides uvicorn's parser callbacks
+    and reads its protocol's state; a 408 written through them proves they still work."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
     from sidecar import server
 
     assert _pinned("uvicorn") == server.UVICORN_TESTED
     assert server._uvicorn_tested()  # the installed uvicorn is a tested one
+    for hook in ("on_message_begin", "on_headers_complete", "on_message_complete",
+                 "data_received", "connection_made", "connection_lost"):  # fmt: skip
+        assert callable(getattr(HttpToolsProtocol, hook)), hook
 
-    async def main() -> None:
-        protocol, transport = await serve(json_app, GET)
+    async def main() -> tuple[Any, RecordingTransport]:
+        options = server_options(front="uvicorn", head_timeout=0.05)
+        config = uvicorn.Config(json_app, log_level="warning", lifespan="off", **options)
+        config.load()
+        protocol = config.http_protocol_class(config, ServerState(), {})
+        assert isinstance(protocol, TimeoutsProtocol)
+        transport = RecordingTransport()
+        protocol.connection_made(transport)
+        protocol.data_received(GET)  # a whole request: served
         await turns()
-        # what TimeoutsProtocol and SidecarHTTPProtocol read and override
         for name in ("cycle", "flow", "transport", "loop", "timeout_keep_alive", "parser"):
             assert hasattr(protocol, name), name
         assert isinstance(protocol.flow.read_paused, bool)
-        for hook in ("on_message_begin", "on_headers_complete", "on_message_complete",
-                     "data_received", "connection_made", "connection_lost"):  # fmt: skip
-            assert callable(getattr(uvicorn.protocols.http.httptools_impl.HttpToolsProtocol,
-                                    hook)), hook  # fmt: skip
-        cycle = protocol.cycle
-        assert cycle is not None and hasattr(cycle, "response_started")
-        assert isinstance(cycle.transport, server._HeadWithBody)  # the wrap took effect
-        assert b"".join(transport.writes).startswith(b"HTTP/1.1 200 OK")
-        assert len(transport.writes) == 1
+        assert protocol.cycle is not None and protocol.cycle.response_started
+        protocol.data_received(GET[:10])  # half a head: 408 after the head timeout
+        await asyncio.sleep(0.3)
+        return protocol, transport
 
-    asyncio.run(main())
-
-
-def test_outside_the_tested_uvicorn_range_the_plain_protocol_serves(monkeypatch: Any) -> None:
-    from sidecar import server
-
-    monkeypatch.setattr(uvicorn, "__version__", "0.99.0")
-    assert server_options()["http"] is server.TimeoutsProtocol
-    monkeypatch.setattr(uvicorn, "__version__", "0.54.0")
-    assert server_options()["http"] is SidecarHTTPProtocol
+    _, transport = asyncio.run(main())
+    written = b"".join(transport.writes)
+    assert written.startswith(b"HTTP/1.1 200 OK") and JSON_BODY in written
+    assert b"HTTP/1.1 408 Request Timeout" in written and transport.closed
 
 
 def test_the_jinja_internals_used_are_there_and_the_fallback_renders_the_same(

@@ -290,3 +290,21 @@ def test_access_log_follows_the_log_level(level: str, logged: bool) -> None:
     assert bool(lines) == logged, output
     assert "203.0.113.9" not in output
     assert all("127.0.0.1:" in line for line in lines)
+
+
+@INDEPENDENT
+@pytest.mark.parametrize(("flags", "front"), [([], "lean"), (["--http", "uvicorn"], "uvicorn"),
+                                              (["--http", "lean"], "lean")])  # fmt: skip
+def test_the_http_flag_picks_the_front(
+    flags: list[str], front: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sidecar.front import LeanProtocol
+    from sidecar.server import TimeoutsProtocol
+
+    served: dict[str, object] = {}
+    monkeypatch.setattr("uvicorn.run", lambda app, **options: served.update(options))
+    argv = ["vllm", "--engine-url", "http://127.0.0.1:9", "--model", "m", *flags]
+    assert main(argv, environ={}) == 0
+    protocol = served["http"]
+    assert isinstance(protocol, type)
+    assert issubclass(protocol, LeanProtocol if front == "lean" else TimeoutsProtocol)

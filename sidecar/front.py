@@ -1,0 +1,679 @@
+"""The lean HTTP/1.1 front: an asyncio protocol over httptools' request parser serving the
+sidecar's ASGI app, in place of uvicorn's httptools protocol (`--http lean`, the default).
+
+uvicorn still runs the server around it (sockets, lifespan, signals, graceful shutdown, the
+`date` header, logging): `uvicorn.run(app, http=LeanProtocol)`. This module replaces only
+the per-connection HTTP layer, which was about 60 % of the sidecar's latency above a bare
+asyncio program doing the same work (docs/sidecar.md, Performance). It keeps what uvicorn's
+protocol does for the sidecar, more cheaply per request:
+
+- keep-alive (HTTP/1.1 unless `connection: close`; HTTP/1.0 closes), pipelined requests
+  answered in order (reading pauses while one waits), chunked request bodies,
+  `Expect: 100-continue` (answered when the app first reads the body), HEAD;
+- a response head goes out together with the first body bytes in one write, so a whole
+  response is one `send`: a head with a Content-Length is held until the body (or the app's
+  next `receive()`, or its end), a stream's head until its first event or the event loop's
+  next turn, whichever comes first;
+- client disconnects reach the app as `http.disconnect`; sends to a gone client are dropped;
+- backpressure both ways: reading pauses past 64 KiB of unread request body, `send` waits
+  while the transport's write buffer is full;
+- a malformed request is a 400, a request head over `max_head_bytes` a 431 (uvicorn's
+  httptools protocol has no head limit), both JSON errors naming the problem, then close;
+- an incomplete head (from its first byte) or body (from the head's end) past its timeout
+  is a 408 and the connection is closed; an idle connection closes after the keep-alive
+  timeout; an exception in the app is a 500 (or a close once the response started);
+- graceful shutdown: idle connections close, busy ones close after their response;
+- access lines as uvicorn's (`uvicorn.access`, same format), at info.
+
+It relies on uvicorn's documented `http=<protocol class>` hook and on what uvicorn's server
+hands a protocol (`ServerState.connections`, `.tasks`, `.default_headers`,
+`.total_requests`, `shutdown()`); `tests/sidecar/test_front.py` guards them.
+WebSocket upgrades are not served (the sidecar has no WebSocket route): such a request is
+answered as plain HTTP and the connection closed after it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import http
+import json
+import logging
+import re
+import urllib.parse
+from collections import deque
+from typing import Any
+
+import httptools
+from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
+
+from sidecar import recvbuf
+from sidecar.config import DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT
+
+MAX_HEAD_BYTES = 65536  # a request head's request line and headers together
+_HIGH_WATER = 65536  # unread request body bytes before reading pauses (uvicorn's limit)
+_COALESCE_LIMIT = 65536  # a held head is joined to body bytes up to this size (one copy)
+
+_error_log = logging.getLogger("uvicorn.error")
+_access_log = logging.getLogger("uvicorn.access")
+
+_BAD_NAME = re.compile(b'[\x00-\x1f\x7f()<>@,;:\\[\\]={} \t\\\\"]')
+_BAD_VALUE = re.compile(b"[\x00-\x08\x0a-\x1f\x7f]")
+
+
+def _status_line(status: int) -> bytes:
+    try:
+        phrase = http.HTTPStatus(status).phrase.encode()
+    except ValueError:
+        phrase = b""
+    return b"HTTP/1.1 %d %s\r\n" % (status, phrase)
+
+
+_STATUS_LINES = {status: _status_line(status) for status in range(100, 600)}
+_CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+_500 = (
+    b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain; charset=utf-8\r\n"
+    b"content-length: 21\r\nconnection: close\r\n\r\nInternal Server Error"
+)
+
+
+def error_response(status: int, message: str, code: str) -> bytes:
+    """A whole JSON error response (OpenAI's envelope) that closes the connection."""
+    body = json.dumps(
+        {"error": {"message": message, "type": "invalid_request_error", "param": None,
+                   "code": code}},
+        separators=(",", ":"),
+    ).encode()  # fmt: skip
+    return (
+        _STATUS_LINES[status]
+        + b"content-type: application/json\r\nconnection: close\r\ncontent-length: %d\r\n\r\n"
+        % len(body)
+        + body
+    )
+
+
+def timeout_response(stage: str, limit: float) -> bytes:
+    """The 408 for a request head or body not received within `limit` seconds."""
+    return error_response(408, f"request {stage} not received within {limit:g}s", "request_timeout")
+
+
+class _HeadTooLarge(Exception):
+    pass
+
+
+class Cycle:
+    """One request and its response: the ASGI `receive` and `send` of one app call."""
+
+    __slots__ = (
+        "body", "body_size", "chunked", "complete", "conn", "delivered_end", "disconnected",
+        "expect_continue", "flush_handle", "head_only", "held", "keep_alive", "more_body",
+        "others", "remaining", "scope", "started", "task", "waiter",
+    )  # fmt: skip
+
+    def __init__(
+        self, conn: LeanProtocol, scope: dict[str, Any], keep_alive: bool, expect: bool
+    ) -> None:
+        self.conn = conn
+        self.scope = scope
+        self.keep_alive = keep_alive
+        self.expect_continue = expect
+        self.body: list[bytes] = []
+        self.body_size = 0
+        self.more_body = True
+        self.delivered_end = False
+        self.waiter: asyncio.Future[None] | None = None
+        self.others: list[asyncio.Future[None]] | None = None  # more receive()s at once
+        self.disconnected = False
+        self.started = False  # the response head was built (sent or held)
+        self.complete = False  # the whole response was written
+        self.chunked = False
+        self.remaining = 0  # Content-Length bytes still to send
+        self.head_only = scope["method"] == "HEAD"
+        self.held: bytes | None = None  # the response head, until the next write
+        self.flush_handle: asyncio.Handle | None = None
+        self.task: asyncio.Task[None] | None = None
+
+    def wake(self) -> None:
+        waiter = self.waiter
+        if waiter is not None:
+            self.waiter = None
+            if not waiter.done():
+                waiter.set_result(None)
+        if self.others is not None:
+            others, self.others = self.others, None
+            for other in others:
+                if not other.done():
+                    other.set_result(None)
+
+    async def run(self, app: Any) -> None:
+        """Call the app; answer 500 if it failed before responding (as uvicorn does)."""
+        try:
+            await app(self.scope, self.receive, self.send)
+        except BaseException as exc:
+            _error_log.error("Exception in ASGI application\n", exc_info=exc)
+            if not self.started and not self.disconnected:
+                self._abort(_500)
+            else:
+                self._abort()
+        else:
+            if not self.started and not self.disconnected:
+                _error_log.error("ASGI callable returned without starting response.")
+                self._abort(_500)
+            elif not self.complete and not self.disconnected:
+                _error_log.error("ASGI callable returned without completing response.")
+                self._abort()
+        finally:
+            self.flush()  # a head still held (a response the app never finished)
+            self.conn.tasks.discard(self.task)
+            self.task = None  # no reference cycle through the task
+
+    def _abort(self, data: bytes = b"") -> None:
+        """Write what is held (and `data`), then close the connection."""
+        transport = self.conn.transport
+        self.flush()
+        if data and not transport.is_closing():
+            transport.write(data)
+        transport.close()
+
+    # -- ASGI --------------------------------------------------------------------------
+
+    async def receive(self) -> dict[str, Any]:
+        if self.held is not None:  # the app waits for the client: its head goes out now
+            self.flush()
+        if self.expect_continue:
+            self.expect_continue = False
+            if self.more_body and not self.conn.transport.is_closing():
+                self.conn.transport.write(_CONTINUE)
+        while True:
+            if self.disconnected or self.complete:
+                return {"type": "http.disconnect"}
+            if self.body or (not self.more_body and not self.delivered_end):
+                body = self.body
+                data = body[0] if len(body) == 1 else b"".join(body)
+                self.body = []
+                self.body_size = 0
+                more = self.more_body
+                self.delivered_end = not more
+                return {"type": "http.request", "body": data, "more_body": more}
+            conn = self.conn
+            if conn.read_paused and not conn.pipeline:
+                conn.resume_reading()
+            waiter = conn.loop.create_future()
+            if self.waiter is None or self.waiter.done():
+                self.waiter = waiter
+            else:  # another receive() already waits (a disconnect watcher, say)
+                if self.others is None:
+                    self.others = []
+                self.others.append(waiter)
+            await waiter
+
+    async def send(self, message: dict[str, Any]) -> None:
+        conn = self.conn
+        if conn.write_paused and not self.disconnected:
+            await conn.drain()
+        if self.disconnected:
+            return
+        kind = message["type"]
+        if not self.started:
+            if kind != "http.response.start":
+                raise RuntimeError(f"Expected ASGI message 'http.response.start', got {kind!r}.")
+            self._start(message)
+        elif not self.complete:
+            if kind != "http.response.body":
+                raise RuntimeError(f"Expected ASGI message 'http.response.body', got {kind!r}.")
+            self._body(message.get("body", b""), message.get("more_body", False))
+        else:
+            raise RuntimeError(f"Unexpected ASGI message {kind!r} after the response completed.")
+
+    def _start(self, message: dict[str, Any]) -> None:
+        self.started = True
+        if self.expect_continue and self.more_body:
+            # Answered without reading the body the client waits to send (a 413): whether
+            # it sends it anyway is unknown, so the connection ends with this response.
+            self.keep_alive = False
+        self.expect_continue = False
+        status = message["status"]
+        conn = self.conn
+        if conn.access_log:
+            scope = self.scope
+            _access_log.info(
+                '%s - "%s %s HTTP/%s" %d',
+                get_client_addr(scope),  # type: ignore[arg-type]
+                scope["method"],
+                get_path_with_query_string(scope),  # type: ignore[arg-type]
+                scope["http_version"],
+                status,
+            )
+        content = [_STATUS_LINES[status]]
+        for name, value in conn.state.default_headers:  # the date header
+            content += (name, b": ", value, b"\r\n")
+        length: int | None = None
+        close = False
+        for name, value in message.get("headers", ()):
+            if _BAD_NAME.search(name):
+                raise RuntimeError("Invalid HTTP header name.")
+            if _BAD_VALUE.search(value):
+                raise RuntimeError("Invalid HTTP header value.")
+            name = name.lower()
+            if name == b"content-length":
+                if length is None and not self.chunked:
+                    length = int(value)
+            elif name == b"transfer-encoding":
+                if value.lower() == b"chunked" and length is None:
+                    self.chunked = True
+            elif name == b"connection" and b"close" in [
+                token.strip().lower() for token in value.split(b",")
+            ]:
+                close = True
+                self.keep_alive = False
+            content += (name, b": ", value, b"\r\n")
+        if not self.keep_alive and not close:
+            content.append(b"connection: close\r\n")
+        if length is not None:
+            self.remaining = length
+        elif not self.chunked and not self.head_only and status not in (204, 304):
+            self.chunked = True
+            content.append(b"transfer-encoding: chunked\r\n")
+        content.append(b"\r\n")
+        self.held = b"".join(content)
+        if length is None or self.head_only:
+            # A stream's head: sent with the first event if it is ready in this turn of the
+            # event loop, else alone then (a client sees the stream begin).
+            self.flush_handle = conn.loop.call_soon(self.flush)
+        # A head with a Content-Length waits for the body's first bytes (or the app's end,
+        # or its next receive()): a whole response then leaves in one write, and no extra
+        # turn of the event loop is spent on a flush that is rarely needed.
+
+    def flush(self) -> None:
+        """Write the held head now."""
+        held = self.held
+        if held is not None:
+            self.held = None
+            if self.flush_handle is not None:
+                self.flush_handle.cancel()
+                self.flush_handle = None
+            if not self.disconnected:
+                self.conn.transport.write(held)
+
+    def _body(self, body: bytes, more: bool) -> None:
+        if self.head_only:
+            data = b""
+        elif self.chunked:
+            data = b"%x\r\n%b\r\n" % (len(body), body) if body else b""
+            if not more:
+                data += b"0\r\n\r\n"
+        else:
+            if len(body) > self.remaining:
+                raise RuntimeError("Response content longer than Content-Length")
+            self.remaining -= len(body)
+            data = body
+        transport = self.conn.transport
+        held = self.held
+        if held is not None:
+            self.held = None
+            if self.flush_handle is not None:
+                self.flush_handle.cancel()
+                self.flush_handle = None
+            if len(data) <= _COALESCE_LIMIT:
+                data = held + data
+            else:
+                transport.write(held)
+        if data:
+            transport.write(data)
+        if not more:
+            if self.remaining and not self.head_only:
+                raise RuntimeError("Response content shorter than Content-Length")
+            self.complete = True
+            self.wake()  # a pending receive() now reports the disconnect (uvicorn's way)
+            if not self.keep_alive:
+                transport.close()
+            self.conn.response_done()
+
+
+class LeanProtocol(asyncio.BufferedProtocol):
+    """One client connection (see the module docstring); uvicorn's server makes one per
+    accepted connection: `LeanProtocol(config, server_state, app_state)`."""
+
+    head_timeout = DEFAULT_HEAD_TIMEOUT
+    body_timeout = DEFAULT_BODY_TIMEOUT
+    max_head_bytes = MAX_HEAD_BYTES
+
+    @classmethod
+    def with_timeouts(cls, head: float, body: float) -> type[LeanProtocol]:
+        """This protocol with other timeouts (uvicorn takes a class)."""
+        return type(cls.__name__, (cls,), {"head_timeout": head, "body_timeout": body})
+
+    def __init__(
+        self,
+        config: Any,
+        server_state: Any,
+        app_state: dict[str, Any],
+        _loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        if not config.loaded:
+            config.load()
+        self.app = config.loaded_app
+        self.loop = _loop or asyncio.get_event_loop()
+        self.state = server_state
+        self.tasks: set[asyncio.Task[None]] = server_state.tasks
+        self.app_state = app_state
+        self.root_path: str = config.root_path
+        self.asgi_version: str = config.asgi_version
+        self.keep_alive_timeout = float(config.timeout_keep_alive)
+        self.access_log = _access_log.hasHandlers()
+        self.parser = httptools.HttpRequestParser(self)
+        # Serve the first of pipelined requests sent after a `connection: close` one.
+        self.parser.set_dangerous_leniencies(lenient_data_after_close=True)
+        self.transport: asyncio.Transport = None  # type: ignore[assignment]
+        self.server: tuple[str, int] | None = None
+        self.client: tuple[str, int] | None = None
+        self.scheme = "http"
+        self.read_paused = False
+        self.write_paused = False
+        self._drain: asyncio.Future[None] | None = None
+        self.cycle: Cycle | None = None  # the request being parsed (the newest)
+        self.active: Cycle | None = None  # the request being answered
+        self.pipeline: deque[Cycle | bytes] = deque()  # requests (or a last error) waiting
+        self.failed = False  # a malformed request was read: nothing more is parsed
+        # per request head
+        self.url = b""
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.expect = False
+        self._head_bytes = 0
+        self._unreported = 0  # bytes of the head httptools holds, not yet given as callbacks
+        # timers
+        self.stage = "idle"  # idle | head | body: which part of a request is still awaited
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_stage = ""
+        self._idle_since: float | None = None
+        self._idle_timer: asyncio.TimerHandle | None = None
+
+    # -- asyncio protocol ----------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.state.connections.add(self)
+        self.transport = transport  # type: ignore[assignment]
+        self.server = _address(transport.get_extra_info("sockname"))
+        self.client = _address(transport.get_extra_info("peername"))
+        if transport.get_extra_info("sslcontext") is not None:
+            self.scheme = "https"
+        self._go_idle()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.state.connections.discard(self)
+        self._disarm()
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+            self._idle_timer = None
+        self._idle_since = None
+        active = self.active
+        if active is not None and not active.complete:
+            active.disconnected = True
+            active.wake()
+        self.pipeline.clear()
+        self.cycle = self.active = None  # no reference cycles left for the collector
+        self.write_paused = False
+        if self._drain is not None and not self._drain.done():
+            self._drain.set_result(None)
+
+    def eof_received(self) -> None:
+        pass  # close (as uvicorn: a half-closed client is a gone client)
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return recvbuf.view()
+
+    def buffer_updated(self, nbytes: int) -> None:
+        # httptools copies what it keeps: the shared buffer is free again after the feed.
+        self.data_received(recvbuf.view()[:nbytes])
+
+    def data_received(self, data: bytes | memoryview) -> None:
+        if self.failed:
+            return
+        self._idle_since = None
+        if self.stage == "head":
+            self._unreported += len(data)
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserUpgrade:
+            self._upgrade()
+        except httptools.HttpParserError as exc:
+            if isinstance(exc.__context__, _HeadTooLarge):
+                self._fail(self._too_large())
+            else:
+                _error_log.warning("Invalid HTTP request received.")
+                self._fail(error_response(400, f"malformed HTTP request: {exc}", "bad_request"))
+            return
+        stage = self.stage
+        if stage != "idle":
+            if stage == "head" and self._head_bytes + self._unreported > self.max_head_bytes:
+                self._fail(self._too_large())
+            elif self._timer_stage != stage:
+                self._arm(stage, self.head_timeout if stage == "head" else self.body_timeout)
+
+    def pause_writing(self) -> None:
+        self.write_paused = True
+
+    def resume_writing(self) -> None:
+        self.write_paused = False
+        if self._drain is not None and not self._drain.done():
+            self._drain.set_result(None)
+
+    async def drain(self) -> None:
+        if self._drain is None or self._drain.done():
+            self._drain = self.loop.create_future()
+        await self._drain
+
+    def pause_reading(self) -> None:
+        if not self.read_paused:
+            self.read_paused = True
+            self.transport.pause_reading()
+
+    def resume_reading(self) -> None:
+        if self.read_paused:
+            self.read_paused = False
+            self.transport.resume_reading()
+
+    # -- httptools callbacks ---------------------------------------------------------------
+
+    def on_message_begin(self) -> None:
+        self.url = b""
+        self.headers = []
+        self.expect = False
+        self._head_bytes = self._unreported = 0
+        self.stage = "head"
+
+    def on_url(self, url: bytes) -> None:
+        self.url += url
+        self._head_bytes += len(url)
+        self._unreported = 0
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        name = name.lower()
+        if name == b"expect" and value.lower() == b"100-continue":
+            self.expect = True
+        self.headers.append((name, value))
+        self._head_bytes += len(name) + len(value) + 4
+        self._unreported = 0
+
+    def on_headers_complete(self) -> None:
+        if self._head_bytes > self.max_head_bytes:
+            raise _HeadTooLarge
+        parser = self.parser
+        version = parser.get_http_version()
+        url = self.url
+        if url[:1] == b"/" and b"#" not in url:  # origin form, the usual case
+            raw_path, _, query = url.partition(b"?")
+        else:
+            parsed = httptools.parse_url(url)
+            raw_path, query = parsed.path, parsed.query or b""
+        path = raw_path.decode("ascii")
+        if "%" in path:
+            path = urllib.parse.unquote(path)
+        root = self.root_path
+        scope = {
+            "type": "http",
+            "asgi": {"version": self.asgi_version, "spec_version": "2.3"},
+            "http_version": version,
+            "server": self.server,
+            "client": self.client,
+            "scheme": self.scheme,
+            "root_path": root,
+            "headers": self.headers,
+            "state": self.app_state.copy(),
+            "method": parser.get_method().decode("ascii"),
+            "path": root + path if root else path,
+            "raw_path": root.encode("ascii") + raw_path if root else raw_path,
+            "query_string": query,
+        }
+        keep_alive = version != "1.0" and parser.should_keep_alive()
+        cycle = self.cycle = Cycle(self, scope, keep_alive, self.expect)
+        self.stage = "body"
+        if self.active is None:
+            self._run(cycle)
+        else:  # pipelined: answered after the ones before it
+            self.pipeline.append(cycle)
+            self.pause_reading()
+
+    def on_body(self, body: bytes) -> None:
+        cycle = self.cycle
+        if cycle is None or cycle.complete or cycle.disconnected:
+            return
+        cycle.body.append(body)
+        cycle.body_size += len(body)
+        if cycle.body_size > _HIGH_WATER:
+            self.pause_reading()
+        cycle.wake()
+
+    def on_message_complete(self) -> None:
+        self.stage = "idle"
+        if self._timer_stage:
+            self._disarm()
+        cycle = self.cycle
+        if cycle is not None:
+            cycle.more_body = False
+            cycle.wake()
+        if self.active is None and not self.pipeline:  # answered before its body's end
+            self._go_idle()
+
+    # -- requests ----------------------------------------------------------------------
+
+    def _run(self, cycle: Cycle) -> None:
+        self.active = cycle
+        task = cycle.task = self.loop.create_task(cycle.run(self.app))
+        self.tasks.add(task)
+
+    def response_done(self) -> None:
+        """The active request was answered: start the next one, or wait for one."""
+        self.state.total_requests += 1
+        self.active = None
+        if self.transport.is_closing():
+            return
+        if self.pipeline:
+            following = self.pipeline.popleft()
+            if isinstance(following, bytes):  # the error answering a malformed request
+                self.transport.write(following)
+                self.transport.close()
+                return
+            if not self.pipeline:
+                self.resume_reading()
+            self._run(following)
+        else:
+            self.resume_reading()
+            if self.stage == "idle":
+                self._go_idle()
+
+    def _fail(self, response: bytes) -> None:
+        """Answer a bad request (after the requests before it) and close."""
+        self.failed = True
+        self.stage = "idle"
+        self._disarm()
+        self.pause_reading()
+        if self.active is None:
+            self.transport.write(response)
+            self.transport.close()
+        else:
+            self.pipeline.append(response)
+
+    def _too_large(self) -> bytes:
+        limit = self.max_head_bytes
+        _error_log.warning("Request head over %d bytes refused.", limit)
+        message = f"request head (request line and headers) exceeds {limit} bytes"
+        return error_response(431, message, "request_header_fields_too_large")
+
+    def _upgrade(self) -> None:
+        """An upgrade request (WebSocket): answered as plain HTTP, then the connection closes
+        (the bytes after its head belong to the other protocol)."""
+        _error_log.warning("Unsupported upgrade request.")
+        self.failed = True
+        self.stage = "idle"
+        self._disarm()
+        cycle = self.cycle
+        if cycle is not None and not cycle.complete:
+            cycle.keep_alive = False
+            cycle.more_body = False
+            cycle.wake()
+
+    def shutdown(self) -> None:
+        """uvicorn's graceful shutdown: close when idle, else after the last request."""
+        newest = self.pipeline[-1] if self.pipeline else self.active
+        if newest is None:
+            self.transport.close()
+        elif isinstance(newest, Cycle):
+            newest.keep_alive = False
+
+    # -- timeouts ------------------------------------------------------------------------
+
+    def _go_idle(self) -> None:
+        """Close the connection if nothing arrives within the keep-alive timeout. One timer
+        serves many requests: it is re-armed only when it fires early."""
+        self._idle_since = self.loop.time()
+        if self._idle_timer is None:
+            self._idle_timer = self.loop.call_at(
+                self._idle_since + self.keep_alive_timeout, self._idle_check
+            )
+
+    def _idle_check(self) -> None:
+        self._idle_timer = None
+        since = self._idle_since
+        if since is None or self.transport.is_closing():
+            return
+        due = since + self.keep_alive_timeout
+        if self.loop.time() >= due - 0.001:
+            self.transport.close()
+        else:
+            self._idle_timer = self.loop.call_at(due, self._idle_check)
+
+    def _arm(self, stage: str, seconds: float) -> None:
+        self._disarm()
+        self._timer_stage = stage
+        self._timer = self.loop.call_later(seconds, self._expired)
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_stage = ""
+
+    def _expired(self) -> None:
+        stage, self._timer, self._timer_stage = self._timer_stage, None, ""
+        transport = self.transport
+        if transport.is_closing():
+            return
+        limit = self.head_timeout if stage == "head" else self.body_timeout
+        if self.read_paused or (stage == "head" and self.active is not None):
+            # The server is not reading (a pipelined request waits its turn) or still
+            # answers the previous request: not the client's delay. Look again later.
+            self._arm(stage, limit)
+            return
+        cycle = self.cycle if stage == "body" else None
+        if cycle is None or not cycle.started:
+            transport.write(timeout_response(stage, limit))
+        if cycle is not None and not cycle.complete:
+            cycle.disconnected = True
+            cycle.wake()
+        transport.close()
+
+
+def _address(info: Any) -> tuple[str, int] | None:
+    if isinstance(info, (tuple, list)) and len(info) >= 2:
+        return str(info[0]), int(info[1])
+    return None

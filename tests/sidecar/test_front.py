@@ -1,0 +1,391 @@
+"""HTTP/1.1 behaviour of both fronts (`--http lean|uvicorn`) over real loopback sockets,
+serving small ASGI apps: keep-alive, pipelining, chunked and 100-continue request bodies,
+limits, malformed requests, HEAD, disconnects, backpressure and graceful shutdown. The
+sidecar's own HTTP tests run on both fronts too (`conftest.SETUPS`, `test_slow_clients`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from sidecar import front as lean
+from sidecar.fake_engine import RunningServer, serve_in_thread
+from sidecar.server import FRONTS, server_options
+
+pytestmark = pytest.mark.parser_mode_independent(reason="HTTP framing only, no parsing")
+
+
+class App:
+    """Echoes the request (method, path, query, body) as JSON; `/slow` waits until released;
+    `/big` streams `chunks` MiB; `/fail` raises; `/gone` records the disconnect it sees."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.sent_chunks = 0
+        self.disconnects = 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while True:
+                message = await receive()
+                await send({"type": message["type"] + ".complete"})
+                if message["type"] == "lifespan.shutdown":
+                    return
+        path = scope["path"]
+        if path == "/fail":
+            raise RuntimeError("the app failed")
+        if path == "/big":
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            for _ in range(64):
+                await send({"type": "http.response.body", "body": b"x" * (1 << 20),
+                            "more_body": True})  # fmt: skip
+                self.sent_chunks += 1
+            await send({"type": "http.response.body", "body": b""})
+            return
+        body = b""
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                self.disconnects += 1
+                return
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        if path == "/slow":
+            while not self.release.is_set():
+                await asyncio.sleep(0.01)
+        if path == "/gone":
+            message = await receive()  # blocks until the client leaves
+            self.disconnects += message["type"] == "http.disconnect"
+            return
+        if path == "/gone-twice":  # two receivers waiting at once: both hear of it
+            messages = await asyncio.gather(receive(), receive())
+            self.disconnects += sum(m["type"] == "http.disconnect" for m in messages)
+            return
+        if len(body) > 1000:
+            payload = b'{"error":"too large"}'
+            await send({"type": "http.response.start", "status": 413,
+                        "headers": [(b"content-length", str(len(payload)).encode())]})  # fmt: skip
+            await send({"type": "http.response.body", "body": payload})
+            return
+        answer = json.dumps(
+            {"method": scope["method"], "path": path, "query": scope["query_string"].decode(),
+             "body": body.decode(), "http_version": scope["http_version"]}
+        ).encode()  # fmt: skip
+        await send(
+            {"type": "http.response.start", "status": 200,
+             "headers": [(b"content-type", b"application/json"),
+                         (b"content-length", str(len(answer)).encode())]}
+        )  # fmt: skip
+        await send({"type": "http.response.body", "body": answer})
+
+
+@pytest.fixture(params=FRONTS)
+def served(request: pytest.FixtureRequest) -> Iterator[tuple[str, int, App, RunningServer]]:
+    app = App()
+    server = serve_in_thread(app, **server_options(front=request.param))
+    try:
+        yield request.param, int(server.url.rsplit(":", 1)[1]), app, server
+    finally:
+        app.release.set()
+        server.stop()
+
+
+def _connect(port: int) -> socket.socket:
+    return socket.create_connection(("127.0.0.1", port), timeout=10)
+
+
+def _responses(sock: socket.socket, count: int) -> list[tuple[bytes, dict[bytes, bytes], bytes]]:
+    """Read `count` whole responses (Content-Length or chunked framing)."""
+    buffer = b""
+    out = []
+    while len(out) < count:
+        while b"\r\n\r\n" not in buffer:
+            piece = sock.recv(65536)
+            assert piece, f"closed after {len(out)} responses: {buffer[:200]!r}"
+            buffer += piece
+        head, buffer = buffer.split(b"\r\n\r\n", 1)
+        status, *lines = head.split(b"\r\n")
+        headers = dict(line.lower().split(b": ", 1) for line in lines)
+        if status.startswith(b"HTTP/1.1 100"):
+            continue
+        body = b""
+        if b"content-length" in headers:
+            size = int(headers[b"content-length"])
+            while len(buffer) < size:
+                buffer += sock.recv(65536)
+            body, buffer = buffer[:size], buffer[size:]
+        elif headers.get(b"transfer-encoding") == b"chunked":
+            while True:
+                while b"\r\n" not in buffer:
+                    buffer += sock.recv(65536)
+                line, buffer = buffer.split(b"\r\n", 1)
+                size = int(line, 16)
+                while len(buffer) < size + 2:
+                    buffer += sock.recv(65536)
+                body, buffer = body + buffer[:size], buffer[size + 2 :]
+                if size == 0:
+                    break
+        out.append((status, headers, body))
+    return out
+
+
+def _closed(sock: socket.socket) -> bool:
+    sock.settimeout(5)
+    try:
+        return sock.recv(65536) == b""
+    except ConnectionResetError:
+        return True
+
+
+def _post(path: str, body: bytes, extra: bytes = b"") -> bytes:
+    return (
+        b"POST %s HTTP/1.1\r\nhost: x\r\ncontent-length: %d\r\n%s\r\n"
+        % (path.encode(), len(body), extra)
+        + body
+    )
+
+
+def test_keep_alive_and_pipelined_requests_are_answered_in_order(served: Any) -> None:
+    _, port, _, _ = served
+    with _connect(port) as sock:
+        # one write holding five requests, the first slow to answer
+        sock.sendall(b"".join(_post(f"/{i}", b"body %d" % i) for i in range(5)))
+        answers = _responses(sock, 5)
+        assert [json.loads(body)["path"] for _, _, body in answers] == [f"/{i}" for i in range(5)]
+        assert [json.loads(body)["body"] for _, _, body in answers] == [
+            f"body {i}" for i in range(5)
+        ]
+        sock.sendall(_post("/again", b""))  # the connection stays open
+        assert json.loads(_responses(sock, 1)[0][2])["path"] == "/again"
+
+
+def test_a_pipelined_request_waits_for_the_slow_one_before_it(served: Any) -> None:
+    _, port, app, _ = served
+    with _connect(port) as sock:
+        sock.sendall(_post("/slow", b"first") + _post("/fast", b"second"))
+        sock.settimeout(0.5)
+        with pytest.raises(TimeoutError):
+            sock.recv(65536)  # the second is not answered before the first
+        app.release.set()
+        sock.settimeout(10)
+        answers = _responses(sock, 2)
+        assert [json.loads(body)["body"] for _, _, body in answers] == ["first", "second"]
+
+
+def test_a_chunked_request_body_arrives_whole(served: Any) -> None:
+    _, port, _, _ = served
+    with _connect(port) as sock:
+        sock.sendall(b"POST /c?x=1 HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n"
+                     b"5\r\nhello\r\n")  # fmt: skip
+        time.sleep(0.1)
+        sock.sendall(b"6\r\n world\r\n0\r\n\r\n")
+        ((status, _, body),) = _responses(sock, 1)
+        assert status.startswith(b"HTTP/1.1 200")
+        assert json.loads(body) == {"method": "POST", "path": "/c", "query": "x=1",
+                                    "body": "hello world", "http_version": "1.1"}  # fmt: skip
+
+
+def test_expect_100_continue_is_answered_before_the_body_is_sent(served: Any) -> None:
+    _, port, _, _ = served
+    with _connect(port) as sock:
+        sock.sendall(b"POST /e HTTP/1.1\r\nhost: x\r\nexpect: 100-continue\r\n"
+                     b"content-length: 5\r\n\r\n")  # fmt: skip
+        assert sock.recv(65536) == b"HTTP/1.1 100 Continue\r\n\r\n"
+        sock.sendall(b"hello")
+        ((status, _, body),) = _responses(sock, 1)
+        assert status.startswith(b"HTTP/1.1 200") and json.loads(body)["body"] == "hello"
+
+
+def test_an_answer_before_the_body_is_read_gets_no_100_continue(served: Any) -> None:
+    """The app answers 413 from the declared length: the client is never told to send."""
+    _, port, _, _ = served
+    with _connect(port) as sock:
+        sock.sendall(b"GET /big HTTP/1.1\r\nhost: x\r\nexpect: 100-continue\r\n"
+                     b"content-length: 5000000\r\n\r\n")  # fmt: skip
+        data = sock.recv(65536)
+        assert data.startswith(b"HTTP/1.1 200 OK\r\n"), data[:100]  # no 100 first
+
+
+def test_a_body_over_the_limit_gets_the_apps_413_and_the_connection_goes_on(served: Any) -> None:
+    _, port, _, _ = served
+    with _connect(port) as sock:
+        sock.sendall(_post("/large", b"y" * 5000) + _post("/after", b"ok"))
+        (first, _, _), (second, _, body) = _responses(sock, 2)
+        assert first.startswith(b"HTTP/1.1 413") and second.startswith(b"HTTP/1.1 200")
+        assert json.loads(body)["path"] == "/after"
+
+
+def test_a_malformed_request_is_a_400_and_closes(served: Any) -> None:
+    front, port, _, _ = served
+    with _connect(port) as sock:
+        sock.sendall(b"NOT HTTP AT ALL\r\n\r\n")
+        ((bad, headers, body),) = _responses(sock, 1)
+        assert bad.startswith(b"HTTP/1.1 400") and headers[b"connection"] == b"close"
+        assert _closed(sock)
+    if front != "lean":
+        return  # uvicorn writes its 400 at once, ahead of earlier pipelined answers
+    with _connect(port) as sock:
+        sock.sendall(b"GET /ok HTTP/1.1\r\nhost: x\r\n\r\nNOT HTTP AT ALL\r\n\r\n")
+        (ok, _, _), (bad, headers, body) = _responses(sock, 2)
+        assert ok.startswith(b"HTTP/1.1 200") and bad.startswith(b"HTTP/1.1 400")
+        error = json.loads(body)["error"]  # an OpenAI-style error naming the problem
+        assert error["code"] == "bad_request"
+        assert error["message"].startswith("malformed HTTP request: ")
+        assert _closed(sock)
+
+
+def test_a_head_over_the_limit_is_a_431_and_closes(served: Any) -> None:
+    front, port, _, _ = served
+    if front != "lean":
+        pytest.skip("uvicorn's httptools protocol has no request head limit")
+    with _connect(port) as sock:
+        # one header over the limit, arriving in pieces and never finished (refused at most
+        # one network read past the limit)
+        sock.sendall(b"GET / HTTP/1.1\r\nhost: x\r\nx-big: ")
+        for _ in range(3 * lean.MAX_HEAD_BYTES // 16384):
+            try:
+                sock.sendall(b"a" * 16384)
+            except OSError:
+                break
+        ((status, _, body),) = _responses(sock, 1)
+        assert status.startswith(b"HTTP/1.1 431")
+        assert json.loads(body)["error"]["code"] == "request_header_fields_too_large"
+        assert _closed(sock)
+    with _connect(port) as sock:  # many headers, arriving whole in one write
+        headers = b"".join(b"x-h%d: %s\r\n" % (i, b"v" * 1000) for i in range(70))
+        sock.sendall(b"GET / HTTP/1.1\r\nhost: x\r\n" + headers + b"\r\n")
+        ((status, _, _),) = _responses(sock, 1)
+        assert status.startswith(b"HTTP/1.1 431")
+    with _connect(port) as sock:  # a large head under the limit is served
+        headers = b"".join(b"x-h%d: %s\r\n" % (i, b"v" * 1000) for i in range(40))
+        sock.sendall(b"GET /fine HTTP/1.1\r\nhost: x\r\n" + headers + b"\r\n")
+        ((status, _, _),) = _responses(sock, 1)
+        assert status.startswith(b"HTTP/1.1 200")
+
+
+def test_head_gets_the_head_without_a_body(served: Any) -> None:
+    _, port, _, _ = served
+    with _connect(port) as sock:
+        sock.sendall(b"HEAD /h HTTP/1.1\r\nhost: x\r\n\r\nGET /next HTTP/1.1\r\nhost: x\r\n\r\n")
+        sock.settimeout(5)
+        data = b""
+        while data.count(b"HTTP/1.1 200") < 2 or not data.endswith(b"}"):
+            data += sock.recv(65536)
+        head_response, rest = data.split(b"\r\n\r\n", 1)
+        assert b"content-length: " in head_response
+        assert rest.startswith(b"HTTP/1.1 200")  # no body bytes between the two
+        assert b'"path": "/next"' in rest
+
+
+def test_http_1_0_and_connection_close_end_the_connection(served: Any) -> None:
+    _, port, _, _ = served
+    for request in (b"GET /a HTTP/1.0\r\n\r\n", b"GET /b HTTP/1.1\r\nconnection: close\r\n\r\n"):
+        with _connect(port) as sock:
+            sock.sendall(request)
+            data = b""
+            while piece := sock.recv(65536):
+                data += piece
+            assert data.startswith(b"HTTP/1.1 200") and b"connection: close\r\n" in data
+
+
+def test_an_app_failure_is_a_500_and_the_server_goes_on(served: Any) -> None:
+    _, port, _, _ = served
+    with _connect(port) as sock:
+        sock.sendall(b"GET /fail HTTP/1.1\r\nhost: x\r\n\r\n")
+        ((status, _, body),) = _responses(sock, 1)
+        assert status.startswith(b"HTTP/1.1 500") and body == b"Internal Server Error"
+    with _connect(port) as sock:
+        sock.sendall(b"GET /ok HTTP/1.1\r\nhost: x\r\n\r\n")
+        assert _responses(sock, 1)[0][0].startswith(b"HTTP/1.1 200")
+
+
+@pytest.mark.parametrize(("path", "receivers"), [("/gone", 1), ("/gone-twice", 2)])
+def test_a_client_leaving_is_an_http_disconnect(served: Any, path: str, receivers: int) -> None:
+    _, port, app, _ = served
+    sock = _connect(port)
+    sock.sendall(_post(path, b"x"))
+    time.sleep(0.2)
+    sock.close()
+    deadline = time.monotonic() + 10
+    while app.disconnects < receivers and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.1)
+    assert app.disconnects == receivers
+
+
+def test_a_client_not_reading_holds_the_sender_back(served: Any) -> None:
+    """Backpressure: the app's `send` waits while the client reads nothing, instead of the
+    server buffering the whole 64 MiB response."""
+    _, port, app, _ = served
+    with _connect(port) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+        sock.sendall(b"GET /big HTTP/1.1\r\nhost: x\r\n\r\n")
+        time.sleep(0.5)
+        assert app.sent_chunks < 16, app.sent_chunks  # held back: not 64 MiB buffered
+        ((status, _, body),) = _responses(sock, 1)
+        assert status.startswith(b"HTTP/1.1 200") and len(body) == 64 << 20
+        assert app.sent_chunks == 64
+
+
+def test_graceful_shutdown_finishes_the_request_in_flight(served: Any) -> None:
+    _, port, app, server = served
+    busy, idle = _connect(port), _connect(port)
+    busy.sendall(_post("/slow", b"in flight"))
+    time.sleep(0.2)
+    stopper = threading.Thread(target=server.stop)
+    stopper.start()
+    time.sleep(0.3)
+    assert _closed(idle)  # an idle connection is closed at once
+    app.release.set()
+    ((status, headers, body),) = _responses(busy, 1)
+    assert status.startswith(b"HTTP/1.1 200") and json.loads(body)["body"] == "in flight"
+    assert headers.get(b"connection") == b"close"
+    assert _closed(busy)
+    stopper.join(10)
+    busy.close()
+    idle.close()
+    with pytest.raises(OSError):
+        _connect(port).close()  # no longer listening
+
+
+def test_an_upgrade_request_is_answered_as_plain_http_then_closed(served: Any) -> None:
+    front, port, _, _ = served
+    with _connect(port) as sock:
+        sock.sendall(b"GET /ws HTTP/1.1\r\nhost: x\r\nconnection: upgrade\r\n"
+                     b"upgrade: websocket\r\n\r\n")  # fmt: skip
+        ((status, _, body),) = _responses(sock, 1)
+        assert status.startswith(b"HTTP/1.1 200") and json.loads(body)["path"] == "/ws"
+        if front == "lean":
+            assert _closed(sock)
+
+
+def test_the_uvicorn_server_hooks_the_lean_front_uses_are_there() -> None:
+    """The lean front is a protocol class handed to uvicorn's server (`http=`); it reads and
+    updates what the server shares with its protocols. Graceful shutdown above exercises
+    `shutdown()` and `connections`; this names the rest."""
+    import uvicorn
+    from uvicorn.server import ServerState
+
+    from sidecar import server
+
+    assert server._uvicorn_tested()  # inside the range pyproject.toml pins
+    state = ServerState()
+    assert isinstance(state.connections, set) and isinstance(state.tasks, set)
+    assert isinstance(state.default_headers, list) and state.total_requests == 0
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        pass
+
+    config = uvicorn.Config(app, **server_options(front="lean"))
+    config.load()
+    assert config.http_protocol_class is lean.LeanProtocol
+    for name in ("loaded_app", "root_path", "asgi_version", "timeout_keep_alive"):
+        assert hasattr(config, name), name
