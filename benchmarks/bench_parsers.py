@@ -355,7 +355,7 @@ def run_chunked(kw: dict[str, Any], text: str, size: int, times: int = 1) -> flo
     names the generation); `times` parsers made before the clock starts."""
     parsers = [StreamParser(id_factory=counter_ids(), **kw) for _ in range(times)]
     chunks = [text[i : i + size] for i in range(0, len(text), size)]
-    gc.disable()
+    gc.disable()  # collector pauses are noise here, not parser cost
     try:
         start = time.process_time()
         for parser in parsers:
@@ -504,18 +504,7 @@ def run_once(kw: dict[str, Any], text: str, size: int, times: int = 1) -> float:
     """
     if size <= 0:
         return run_batch(make_plan(generation=2, **kw), text, times)
-    parsers = [StreamParser(generation=2, id_factory=counter_ids(), **kw) for _ in range(times)]
-    chunks = [text[i : i + size] for i in range(0, len(text), size)]
-    gc.disable()  # collector pauses are noise here, not parser cost
-    try:
-        start = time.process_time()
-        for parser in parsers:
-            for chunk in chunks:
-                parser.feed(chunk)
-            parser.finish()
-        return (time.process_time() - start) / times
-    finally:
-        gc.enable()
+    return run_chunked({**kw, "generation": 2}, text, size, times)
 
 
 def time_engine(kw: dict[str, Any], text: str, times: int) -> float:
