@@ -205,6 +205,7 @@ class MarkerMachine(FamilyMachine):
         # call region state
         self._scanner: CallScanner | None = None
         self._blanks = BlankRuns()  # a run of blank chunks inside a call region
+        self._blank_wait = self._blanks.wait  # (its waiting list, for the per-chunk test)
         # the current region's start marker with the blanks before it (markup; text again if
         # the region is rejected)
         self._start = ""
@@ -310,9 +311,10 @@ class MarkerMachine(FamilyMachine):
                 fields["tool_calls"] = []
                 return [d]
         push = self._push
-        if not text or len(text) > PIECE or self._more_blanks or len(self._buf) >= _LONG_HELD:
-            # (a long held run: the fast paths below rescan what is held; the first one above
-            # only takes chunks after nothing or one held blank)
+        if not text or len(text) > PIECE or (self._buf and len(self._buf) >= _LONG_HELD):
+            # (a long held run, as while blanks wait in `_more_blanks`: the fast paths below
+            # rescan what is held; the first one above only takes chunks after nothing or one
+            # held blank)
             return feed_in_pieces(self.feed, push, text)
         if rx is not None:
             buf = self._buf
@@ -354,7 +356,7 @@ class MarkerMachine(FamilyMachine):
         elif (
             self._mode == "call"
             and not self._buf
-            and not self._blanks.wait
+            and not self._blank_wait
             and (text[-1] not in _WS or text.strip(_WS))  # blank chunks go through `_scan`
         ):
             sc = self._scanner
@@ -362,7 +364,8 @@ class MarkerMachine(FamilyMachine):
             fragment = sc.stream(text)
             if fragment is not None:
                 return self._args(fragment)
-            res = self._scan(sc, text, False)
+            self._blanks.run = 0  # (what `_scan` does with a chunk that is not blank)
+            res = sc.feed(text)
             if res.status == "more":
                 return push(res.events)
             events: list[Event] = []

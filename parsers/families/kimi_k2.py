@@ -671,7 +671,7 @@ class _Scanner(CallScanner):
             self._run_started = True
         body = text.rstrip(_WS)
         if body:
-            self._text(events, "".join(self._blanks) + body)
+            self._text(events, "".join(self._blanks) + body if self._blanks else body)
             self._blanks = []
         if len(body) < len(text):
             self._blanks.append(text[len(body) :])

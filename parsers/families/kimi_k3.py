@@ -566,11 +566,13 @@ class KimiK3Machine(FamilyMachine):
                 return
             self._run_text = True
             self._answer_started = True
-            text = "".join(self._blank) + text if top else text.lstrip(_WS)
+            text = (
+                ("".join(self._blank) + text if self._blank else text) if top else text.lstrip(_WS)
+            )
             self._blank = []
         body = text.rstrip(_WS)
         if body:
-            self._text(out, "".join(self._blank) + body, "content")
+            self._text(out, "".join(self._blank) + body if self._blank else body, "content")
             self._blank = []
         if len(body) < len(text):
             self._blank.append(text[len(body) :])
