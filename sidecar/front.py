@@ -285,14 +285,19 @@ class Cycle:
 
     def flush(self) -> None:
         """Write the held head now."""
+        held = self._take_held()
+        if held is not None and not self.disconnected:
+            self.conn.transport.write(held)
+
+    def _take_held(self) -> bytes | None:
+        """The held head (None if none), no longer held and its flush cancelled."""
         held = self.held
         if held is not None:
             self.held = None
             if self.flush_handle is not None:
                 self.flush_handle.cancel()
                 self.flush_handle = None
-            if not self.disconnected:
-                self.conn.transport.write(held)
+        return held
 
     def _body(self, body: bytes, more: bool) -> None:
         if self.head_only:
@@ -307,12 +312,8 @@ class Cycle:
             self.remaining -= len(body)
             data = body
         transport = self.conn.transport
-        held = self.held
+        held = self._take_held()
         if held is not None:
-            self.held = None
-            if self.flush_handle is not None:
-                self.flush_handle.cancel()
-                self.flush_handle = None
             if len(data) <= _COALESCE_LIMIT:
                 data = held + data
             else:
@@ -329,7 +330,30 @@ class Cycle:
             self.conn.response_done()
 
 
-class LeanProtocol(asyncio.BufferedProtocol):
+class StageTimer:
+    """One timer per connection for the request stage still awaited (idle, head, body): the
+    lean front's and uvicorn's (`TimeoutsProtocol`) both use it; `_expired` is theirs."""
+
+    loop: asyncio.AbstractEventLoop
+    _timer: asyncio.TimerHandle | None = None
+    _timer_stage = ""
+
+    def _expired(self) -> None:
+        raise NotImplementedError
+
+    def _arm(self, stage: str, seconds: float) -> None:
+        self._disarm()
+        self._timer_stage = stage
+        self._timer = self.loop.call_later(seconds, self._expired)
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        self._timer_stage = ""
+
+
+class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
     """One client connection (see the module docstring); uvicorn's server makes one per
     accepted connection: `LeanProtocol(config, server_state, app_state)`."""
 
@@ -382,8 +406,6 @@ class LeanProtocol(asyncio.BufferedProtocol):
         self._unreported = 0  # bytes of the head httptools holds, not yet given as callbacks
         # timers
         self.stage = "idle"  # idle | head | body: which part of a request is still awaited
-        self._timer: asyncio.TimerHandle | None = None
-        self._timer_stage = ""
         self._idle_since: float | None = None
         self._idle_timer: asyncio.TimerHandle | None = None
 
@@ -641,17 +663,6 @@ class LeanProtocol(asyncio.BufferedProtocol):
             self.transport.close()
         else:
             self._idle_timer = self.loop.call_at(due, self._idle_check)
-
-    def _arm(self, stage: str, seconds: float) -> None:
-        self._disarm()
-        self._timer_stage = stage
-        self._timer = self.loop.call_later(seconds, self._expired)
-
-    def _disarm(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._timer_stage = ""
 
     def _expired(self) -> None:
         stage, self._timer, self._timer_stage = self._timer_stage, None, ""

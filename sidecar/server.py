@@ -16,10 +16,10 @@ from typing import Any
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from sidecar.config import DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT
-from sidecar.front import LeanProtocol, timeout_response
+from sidecar.front import LeanProtocol, StageTimer, timeout_response
 
 
-class TimeoutsProtocol(HttpToolsProtocol):
+class TimeoutsProtocol(StageTimer, HttpToolsProtocol):
     """uvicorn's httptools protocol closing incomplete requests.
 
     uvicorn times out only idle kept-alive connections: a client that sends half a request
@@ -40,8 +40,6 @@ class TimeoutsProtocol(HttpToolsProtocol):
         return type(cls.__name__, (cls,), {"head_timeout": head, "body_timeout": body})
 
     _stage = "idle"  # idle | head | body: which part of a request is still awaited
-    _timer: asyncio.TimerHandle | None = None
-    _timer_stage = ""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -72,17 +70,6 @@ class TimeoutsProtocol(HttpToolsProtocol):
         self._stage = "idle"
         if self._timer_stage in ("head", "body"):
             self._disarm()
-
-    def _arm(self, stage: str, seconds: float) -> None:
-        self._disarm()
-        self._timer_stage = stage
-        self._timer = self.loop.call_later(seconds, self._expired)
-
-    def _disarm(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._timer_stage = ""
 
     def _expired(self) -> None:
         stage, self._timer, self._timer_stage = self._timer_stage, None, ""
