@@ -96,6 +96,21 @@ def timeout_response(stage: str, limit: float) -> bytes:
     return error_response(408, f"request {stage} not received within {limit:g}s", "request_timeout")
 
 
+# Response header names seen, checked and lowercased once (an app sends a few names).
+_NAMES: dict[bytes, bytes] = {}
+_MAX_NAMES = 256
+
+
+def _checked_name(name: bytes) -> bytes:
+    """`name` lowercased; a RuntimeError if it is not a valid header name (RFC 9110 token)."""
+    if _BAD_NAME.search(name):
+        raise RuntimeError("Invalid HTTP header name.")
+    lowered = name.lower()
+    if len(_NAMES) < _MAX_NAMES:
+        _NAMES[bytes(name)] = lowered
+    return lowered
+
+
 class _HeadTooLarge(Exception):
     pass
 
@@ -243,17 +258,16 @@ class Cycle:
                 scope["http_version"],
                 status,
             )
-        content = [_STATUS_LINES[status]]
-        for name, value in conn.state.default_headers:  # the date header
-            content += (name, b": ", value, b"\r\n")
+        content = [_STATUS_LINES[status], conn.default_head()]
         length: int | None = None
         close = False
         for name, value in message.get("headers", ()):
-            if _BAD_NAME.search(name):
-                raise RuntimeError("Invalid HTTP header name.")
+            lowered = _NAMES.get(name)
+            if lowered is None:
+                lowered = _checked_name(name)
             if _BAD_VALUE.search(value):
                 raise RuntimeError("Invalid HTTP header value.")
-            name = name.lower()
+            name = lowered
             if name == b"content-length":
                 if length is None and not self.chunked:
                     length = int(value)
@@ -394,6 +408,8 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         self.read_paused = False
         self.write_paused = False
         self._drain: asyncio.Future[None] | None = None
+        self._default_headers: list[tuple[bytes, bytes]] | None = None
+        self._default_head = b""
         self.cycle: Cycle | None = None  # the request being parsed (the newest)
         self.active: Cycle | None = None  # the request being answered
         self.pipeline: deque[Cycle | bytes] = deque()  # requests (or a last error) waiting
@@ -470,6 +486,15 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
                 self._fail(self._too_large())
             elif self._timer_stage != stage:
                 self._arm(stage, self.head_timeout if stage == "head" else self.body_timeout)
+
+    def default_head(self) -> bytes:
+        """The server's default header lines (the `date` header), joined once per change:
+        uvicorn's server replaces its list every second."""
+        headers = self.state.default_headers
+        if headers is not self._default_headers:
+            self._default_head = b"".join(b"%b: %b\r\n" % (n, v) for n, v in headers)
+            self._default_headers = headers
+        return self._default_head
 
     def pause_writing(self) -> None:
         self.write_paused = True

@@ -41,6 +41,10 @@ MAX_HEAD = 65536
 # keep-alive (vLLM, SGLang and trtllm-serve serve with uvicorn), so a connection the engine
 # is about to close is rarely picked.
 KEEPALIVE_EXPIRY = 4.0
+# A read deadline counts as reached this close to it (the event loop may run a timer a
+# clock tick early).
+_TIMER_SLACK = 0.001
+_MAX_CACHED_HEADS = 64  # request head starts a client keeps (a handful of paths in use)
 
 
 # -- errors ---------------------------------------------------------------------------------
@@ -100,6 +104,24 @@ class Origin:
         return host if self.port == default else f"{host}:{self.port}"
 
 
+def request_head_start(
+    method: str, target: str, host: str, headers: Iterable[tuple[str, str]] = ()
+) -> bytes:
+    """A request head without its body's length and the blank line that ends it: the same
+    for every request a client sends to one path, so the client keeps it."""
+    lines = [f"{method} {target} HTTP/1.1", f"host: {host}", "user-agent: sidecar-forge"]
+    lines.extend(f"{name}: {value}" for name, value in headers)
+    return ("\r\n".join(lines) + "\r\n").encode("latin-1")
+
+
+def finish_request(start: bytes, body: bytes | None) -> bytes:
+    """The request's bytes from its head's start (`request_head_start`): the body's length,
+    the head's end and the body, together (one write, one segment on loopback)."""
+    if body is None:
+        return start + b"\r\n"
+    return b"%bcontent-length: %d\r\n\r\n%b" % (start, len(body), body)
+
+
 def encode_request(
     method: str,
     target: str,
@@ -107,23 +129,27 @@ def encode_request(
     body: bytes | None,
     headers: Iterable[tuple[str, str]] = (),
 ) -> bytes:
-    """The request's bytes, head and body together (one write, one segment on loopback)."""
-    lines = [f"{method} {target} HTTP/1.1", f"host: {host}", "user-agent: sidecar-forge"]
-    lines.extend(f"{name}: {value}" for name, value in headers)
-    if body is not None:
-        lines.append(f"content-length: {len(body)}")
-    head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-    return head + body if body else head
+    """The request's bytes, head and body together."""
+    return finish_request(request_head_start(method, target, host, headers), body)
 
 
-@dataclass(frozen=True)
 class Head:
-    """A response's status line and headers (names lowercased, in order)."""
+    """A response's status line and headers (names lowercased, in order). A plain slotted
+    class: one is made per engine response (a frozen dataclass's `__init__` cost more)."""
 
-    status: int
-    reason: str
-    headers: tuple[tuple[str, str], ...]
-    http10: bool = False
+    __slots__ = ("headers", "http10", "reason", "status")
+
+    def __init__(
+        self,
+        status: int,
+        reason: str,
+        headers: tuple[tuple[str, str], ...],
+        http10: bool = False,
+    ) -> None:
+        self.status = status
+        self.reason = reason
+        self.headers = headers
+        self.http10 = http10
 
     def get(self, name: str) -> str | None:
         """The first value of header `name` (lowercase), or None."""
@@ -162,7 +188,8 @@ class Connection(asyncio.BufferedProtocol):
     """One TCP (or TLS) connection to the origin, as the protocol of its transport. Bytes are
     parsed as they arrive by httptools' response parser (llhttp: status line, headers,
     Content-Length, chunked and close-delimited framing); a reader waits for the head, then
-    for body pieces. A timer runs only while a reader actually waits.
+    for body pieces. A read deadline is checked only while a reader waits (one timer per
+    connection, see `wait`).
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -172,6 +199,8 @@ class Connection(asyncio.BufferedProtocol):
         self.error: BaseException | None = None  # what broke the connection, if anything
         self.idle_since = 0.0
         self._waiter: asyncio.Future[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None  # the read deadline's (see `wait`)
+        self._deadline = 0.0
         self._paused = False
         self._parser: httptools.HttpResponseParser | None = None
         self._reusable = True  # no byte arrived that no response explains
@@ -193,8 +222,9 @@ class Connection(asyncio.BufferedProtocol):
         self._parser = None
 
     def expect_nothing(self) -> None:
-        """The response was read: bytes arriving now belong to no request."""
-        self._start_response()
+        """The response was read: bytes arriving now belong to no request (the rest of the
+        per-response state is reset by the next `expect`)."""
+        self._parser = None
 
     def expect(self, method: str) -> None:
         """A request was written: parse what follows as its response."""
@@ -241,6 +271,9 @@ class Connection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.error = exc
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         self._ended()
 
     def _ended(self) -> None:
@@ -315,13 +348,30 @@ class Connection(asyncio.BufferedProtocol):
 
     async def wait(self, timeout: float) -> None:
         """Until more bytes or EOF arrive; `TimeoutError` after `timeout` seconds."""
-        waiter = self._waiter = self._loop.create_future()
-        timer = self._loop.call_later(timeout, _expire, waiter)
+        loop = self._loop
+        waiter = self._waiter = loop.create_future()
+        deadline = self._deadline = loop.time() + timeout
+        # One timer per connection, moved only when it would fire late: a new timer and a
+        # cancelled one per read cost more than the whole of some reads.
+        if self._timer is None or self._timer.when() > deadline:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = loop.call_at(deadline, self._check_deadline)
         try:
             await waiter
         finally:
-            timer.cancel()
             self._waiter = None
+
+    def _check_deadline(self) -> None:
+        """The timer fired: time out the waiting read if its deadline passed, else wait on."""
+        self._timer = None
+        waiter = self._waiter
+        if waiter is None or waiter.done():
+            return  # nobody waits: the next `wait` starts a timer
+        if self._loop.time() >= self._deadline - _TIMER_SLACK:
+            waiter.set_exception(TimeoutError())
+        else:
+            self._timer = self._loop.call_at(self._deadline, self._check_deadline)
 
     def take_body(self) -> bytes:
         """The body bytes parsed so far, consumed."""
@@ -348,11 +398,6 @@ class Connection(asyncio.BufferedProtocol):
     def close(self) -> None:
         if self.transport is not None:
             self.transport.close()
-
-
-def _expire(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_exception(TimeoutError())
 
 
 class Response:
@@ -454,6 +499,8 @@ class Client:
         self.read_timeout = read_timeout
         self.max_idle = max_idle
         self._idle: list[Connection] = []
+        # Request heads' starts by (method, path, headers): built once, not per request.
+        self._heads: dict[tuple[str, str, tuple[tuple[str, str], ...]], bytes] = {}
         self._ssl = ssl_context
         if self.origin.scheme == "https" and ssl_context is None:
             self._ssl = _default_ssl_context()
@@ -475,11 +522,18 @@ class Client:
         the server's instead of following it.
         """
         read_timeout = self.read_timeout if timeout is None else timeout
-        if self.authorization is not None:
-            headers = [("authorization", self.authorization), *headers]
-        data = encode_request(
-            method, self.origin.base_path + path, self.origin.host_header, body, headers
-        )
+        headers = tuple(headers)
+        key = (method, path, headers)
+        start = self._heads.get(key)
+        if start is None:
+            if self.authorization is not None:
+                headers = (("authorization", self.authorization), *headers)
+            start = request_head_start(
+                method, self.origin.base_path + path, self.origin.host_header, headers
+            )
+            if len(self._heads) < _MAX_CACHED_HEADS:
+                self._heads[key] = start
+        data = finish_request(start, body)
         conn, reused = self._checkout(), True
         if conn is None:
             conn, reused = await self._connect(timeout), False

@@ -41,6 +41,13 @@ class App:
         path = scope["path"]
         if path == "/fail":
             raise RuntimeError("the app failed")
+        if path.startswith("/header/"):  # one response header from the path: name=value
+            name, _, value = path[8:].encode().partition(b"=")
+            await send({"type": "http.response.start", "status": 200,
+                        "headers": [(name.replace(b"_", b" "), value.replace(b"_", b"\n")),
+                                    (b"content-length", b"2")]})  # fmt: skip
+            await send({"type": "http.response.body", "body": b"ok"})
+            return
         if path == "/big":
             await send({"type": "http.response.start", "status": 200, "headers": []})
             for _ in range(64):
@@ -389,3 +396,24 @@ def test_the_uvicorn_server_hooks_the_lean_front_uses_are_there() -> None:
     assert config.http_protocol_class is lean.LeanProtocol
     for name in ("loaded_app", "root_path", "asgi_version", "timeout_keep_alive"):
         assert hasattr(config, name), name
+
+
+@pytest.mark.parametrize("path", ["/header/X-Route=a", "/header/bad_name=a", "/header/x-v=a_b"])
+def test_response_header_names_are_lowercased_and_bad_ones_refused(served: Any, path: str) -> None:
+    """A valid name is sent lowercased with the server's `date` header, every time (the lean
+    front remembers names it checked); a name with a blank or a value with a newline is
+    the app's bug: the connection closes without a response (as uvicorn does)."""
+    _, port, _, _ = served
+    with _connect(port) as sock:
+        for _ in range(2):
+            sock.sendall(b"GET %s HTTP/1.1\r\nhost: x\r\n\r\n" % path.encode())
+            if path != "/header/X-Route=a":
+                assert _closed(sock)
+                return
+            raw = b""
+            while not raw.endswith(b"\r\n\r\nok"):
+                piece = sock.recv(65536)
+                assert piece, raw
+                raw += piece
+            assert raw.startswith(b"HTTP/1.1 200")
+            assert b"\r\nx-route: a\r\n" in raw and b"\r\ndate: " in raw

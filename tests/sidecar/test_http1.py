@@ -377,6 +377,42 @@ def test_read_timeouts_on_head_and_on_body() -> None:
     assert pool_empty  # a response cut short never goes back to the pool
 
 
+@pytest.mark.parametrize(("first", "second"), [(30.0, 0.3), (0.3, 0.6)])
+def test_each_read_on_a_reused_connection_times_out_by_its_own_timeout(
+    first: float, second: float
+) -> None:
+    """One deadline timer serves a connection's reads: a read with a shorter timeout than
+    the one before is not held to the earlier, later deadline, and one with a longer
+    timeout is not cut short by the timer the earlier read left behind."""
+
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, n: int) -> None:
+        await server.read_request(r)  # one quick answer, then silence
+        w.write(OK)
+        await w.drain()
+        await server.read_request(r)
+        await asyncio.sleep(30)
+
+    server = Server(handler)
+
+    async def main() -> tuple[float, int]:
+        async with server:
+            c = client(server.url, read_timeout=first)
+            response = await c.request("GET", "/")
+            assert await response.read() == b"hello"
+            await response.aclose()
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            with pytest.raises(http1.ReadTimeout):
+                await c.request("GET", "/", timeout=second)
+            waited = loop.time() - started
+            await c.aclose()
+            return waited, server.connections
+
+    waited, connections = run(main())
+    assert connections == 1  # the second request reused the first one's connection
+    assert second - 0.01 <= waited < second + 0.25
+
+
 @pytest.mark.parametrize(
     "reply",
     [
