@@ -116,13 +116,13 @@ class Sidecar:
 
     async def chat_completions(self, scope: Scope, receive: Receive, send: Send) -> None:
         """`POST /v1/chat/completions`, as a plain ASGI handler (see `sidecar.asgi`)."""
-        in_flight = self.metrics.in_flight
-        in_flight.inc()
+        metrics = self.metrics
+        metrics.in_flight += 1
         routed: list[str] = []
         try:
             await self._chat_completions(scope, receive, send, routed)
         finally:
-            in_flight.dec()
+            metrics.in_flight -= 1
             # Counted once the response is finished (as the status is): not the client's wait.
             if routed:
                 self.metrics.route(routed[0])

@@ -59,12 +59,15 @@ class Metrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
-        self.in_flight = Gauge(
+        # A plain count the gauge reads when scraped: kept per request without the lock a
+        # gauge's inc()/dec() take (one event loop thread changes it).
+        self.in_flight = 0
+        Gauge(
             "sidecar_requests_in_flight",
             "Chat completion requests being served (received, response not finished)",
             ["engine"],
             registry=self.registry,
-        ).labels(engine)
+        ).labels(engine).set_function(lambda: self.in_flight)
         self.prompt_tokens = Counter(
             "sidecar_prompt_tokens",
             "Prompt tokens of served chat completions, as the engine counted them",

@@ -151,6 +151,16 @@ def test_metrics_have_process_in_flight_and_token_series(served: tuple[str, Fake
     assert values["process_open_fds"] > 0
 
 
+def test_the_in_flight_gauge_reads_the_count_when_scraped() -> None:
+    from sidecar.metrics import Metrics
+
+    metrics = Metrics("vllm")
+    metrics.in_flight += 2
+    assert b'sidecar_requests_in_flight{engine="vllm"} 2.0' in metrics.render()
+    metrics.in_flight -= 2
+    assert b'sidecar_requests_in_flight{engine="vllm"} 0.0' in metrics.render()
+
+
 def test_keys_from_the_environment_and_auto_tool_choice_rules(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
