@@ -225,7 +225,7 @@ class EngineClient:
         return response.status == 200
 
     async def _send(
-        self, request: EngineRequest, meanwhile: Callable[[], object] | None
+        self, request: EngineRequest, meanwhile: Callable[[], object] | None, whole: bool = False
     ) -> http1.Response:
         # Compact JSON, non-ASCII kept, no NaN (what httpx's `json=` sent).
         body = json.dumps(
@@ -236,7 +236,7 @@ class EngineClient:
         ).encode()
         try:
             response = await self._client.request(
-                "POST", self.adapter.generate_path, body, _JSON, meanwhile=meanwhile
+                "POST", self.adapter.generate_path, body, _JSON, meanwhile=meanwhile, whole=whole
             )
         except http1.ConnectError as exc:
             raise EngineError(
@@ -300,7 +300,7 @@ class EngineClient:
         self, request: EngineRequest, meanwhile: Callable[[], object] | None = None
     ) -> EngineEvent:
         """The whole response to a non-streamed request (`meanwhile` as for `open_stream`)."""
-        response = await self._send(request, meanwhile)
+        response = await self._send(request, meanwhile, whole=True)
         try:
             raw = await response.read()
         except http1.HTTPError as exc:

@@ -412,6 +412,7 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         self._default_head = b""
         self.cycle: Cycle | None = None  # the request being parsed (the newest)
         self.active: Cycle | None = None  # the request being answered
+        self._deferred: Cycle | None = None  # the active request, started at its body's end
         self.pipeline: deque[Cycle | bytes] = deque()  # requests (or a last error) waiting
         self.failed = False  # a malformed request was read: nothing more is parsed
         # per request head
@@ -446,9 +447,9 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         active = self.active
         if active is not None and not active.complete:
             active.disconnected = True
-            active.wake()
+            self._wake_or_start(active)
         self.pipeline.clear()
-        self.cycle = self.active = None  # no reference cycles left for the collector
+        self.cycle = self.active = self._deferred = None  # no reference cycles left
         self.write_paused = False
         if self._drain is not None and not self._drain.done():
             self._drain.set_result(None)
@@ -575,7 +576,12 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         cycle = self.cycle = Cycle(self, scope, keep_alive, self.expect)
         self.stage = "body"
         if self.active is None:
-            self._run(cycle)
+            if self.expect or not _small_body(self.headers):
+                self._run(cycle)
+            else:
+                # A small body is waited for before the app starts: a client that writes
+                # the head and then the body (most do) costs no extra wake-up of the app.
+                self.active = self._deferred = cycle
         else:  # pipelined: answered after the ones before it
             self.pipeline.append(cycle)
             self.pause_reading()
@@ -597,7 +603,7 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         cycle = self.cycle
         if cycle is not None:
             cycle.more_body = False
-            cycle.wake()
+            self._wake_or_start(cycle)
         if self.active is None and not self.pipeline:  # answered before its body's end
             self._go_idle()
 
@@ -607,6 +613,16 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         self.active = cycle
         task = cycle.task = self.loop.create_task(cycle.run(self.app))
         self.tasks.add(task)
+
+    def _wake_or_start(self, cycle: Cycle) -> None:
+        """Tell the request's app of new body bytes, its end or the client's leaving; a
+        request waiting for its small body to start the app starts now (a client gone
+        mid-body is then seen, and counted, by the app as with a started one)."""
+        if cycle is self._deferred:
+            self._deferred = None
+            self._run(cycle)
+        else:
+            cycle.wake()
 
     def response_done(self) -> None:
         """The active request was answered: start the next one, or wait for one."""
@@ -657,7 +673,7 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         if cycle is not None and not cycle.complete:
             cycle.keep_alive = False
             cycle.more_body = False
-            cycle.wake()
+            self._wake_or_start(cycle)
 
     def shutdown(self) -> None:
         """uvicorn's graceful shutdown: close when idle, else after the last request."""
@@ -705,8 +721,19 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
             transport.write(timeout_response(stage, limit))
         if cycle is not None and not cycle.complete:
             cycle.disconnected = True
-            cycle.wake()
+            self._wake_or_start(cycle)
         transport.close()
+
+
+def _small_body(headers: list[tuple[bytes, bytes]]) -> bool:
+    """Whether a request's body is declared by Content-Length and at most `_HIGH_WATER`
+    bytes (no body counts), so it can be read whole before the app starts."""
+    for name, value in headers:
+        if name == b"transfer-encoding":
+            return False
+        if name == b"content-length":
+            return value.isdigit() and int(value) <= _HIGH_WATER
+    return True
 
 
 def _address(info: Any) -> tuple[str, int] | None:

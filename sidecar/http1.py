@@ -201,6 +201,8 @@ class Connection(asyncio.BufferedProtocol):
         self._waiter: asyncio.Future[None] | None = None
         self._timer: asyncio.TimerHandle | None = None  # the read deadline's (see `wait`)
         self._deadline = 0.0
+        self._timeout = 0.0  # the waiting read's timeout
+        self._whole = False  # the waiting read wants the whole response (see `wait`)
         self._paused = False
         self._parser: httptools.HttpResponseParser | None = None
         self._reusable = True  # no byte arrived that no response explains
@@ -263,6 +265,17 @@ class Connection(asyncio.BufferedProtocol):
         if self.buffered > _HIGH_WATER and not self._paused and self.transport is not None:
             self._paused = True  # a reader that lags (a slow client downstream)
             self.transport.pause_reading()
+        elif (
+            self._whole
+            and not self.complete
+            and self.protocol_error is None
+            and self._waiter is not None
+        ):
+            # The reader wants the whole response: woken once, not per piece (an engine
+            # on uvicorn writes a head and its body apart). Bytes arrived, so the read
+            # timeout starts again.
+            self._deadline = self._loop.time() + self._timeout
+            return
         self._wake()
 
     def eof_received(self) -> bool:
@@ -346,10 +359,13 @@ class Connection(asyncio.BufferedProtocol):
         else:
             self.transport.write(data)
 
-    async def wait(self, timeout: float) -> None:
-        """Until more bytes or EOF arrive; `TimeoutError` after `timeout` seconds."""
+    async def wait(self, timeout: float, whole: bool = False) -> None:
+        """Until more bytes or EOF arrive (`whole`: until the response is complete, the
+        connection ends, or `_HIGH_WATER` body bytes wait); `TimeoutError` after `timeout`
+        seconds without a byte."""
         loop = self._loop
         waiter = self._waiter = loop.create_future()
+        self._whole, self._timeout = whole, timeout
         deadline = self._deadline = loop.time() + timeout
         # One timer per connection, moved only when it would fire late: a new timer and a
         # cancelled one per read cost more than the whole of some reads.
@@ -514,12 +530,15 @@ class Client:
         *,
         timeout: float | None = None,
         meanwhile: Callable[[], object] | None = None,
+        whole: bool = False,
     ) -> Response:
         """Send a request; returns once the response head arrived (the body is left to read).
 
         `timeout` overrides both the connect and the read timeout for this request.
         `meanwhile` is called once, right after the request is written: work that overlaps
-        the server's instead of following it.
+        the server's instead of following it. `whole`: return once the whole response
+        arrived instead (or `_HIGH_WATER` bytes of its body): for a caller that reads the
+        whole body anyway, one wake-up instead of one for the head and one for the body.
         """
         read_timeout = self.read_timeout if timeout is None else timeout
         headers = tuple(headers)
@@ -539,7 +558,7 @@ class Client:
             conn, reused = await self._connect(timeout), False
         try:
             try:
-                head = await self._exchange(conn, data, read_timeout, meanwhile, method)
+                head = await self._exchange(conn, data, read_timeout, meanwhile, method, whole)
             except _NothingReceived as exc:
                 conn.close()
                 if not reused:
@@ -549,7 +568,7 @@ class Client:
                 log.info("server dropped a pooled connection; retrying once")
                 conn = await self._connect(timeout)
                 try:
-                    head = await self._exchange(conn, data, read_timeout, None, method)
+                    head = await self._exchange(conn, data, read_timeout, None, method, whole)
                 except _NothingReceived as again:
                     raise RemoteClosed(str(again)) from None
         except BaseException:
@@ -607,8 +626,10 @@ class Client:
         timeout: float,
         meanwhile: Callable[[], object] | None = None,
         method: str = "GET",
+        whole: bool = False,
     ) -> Head:
-        """Write the request, call `meanwhile`, wait for the final response head."""
+        """Write the request, call `meanwhile`, wait for the final response head (`whole`:
+        see `request`)."""
         conn.send(data)
         # The response parser is made once the request is on its way (no byte of the answer
         # can be read before this task yields to the event loop).
@@ -624,7 +645,7 @@ class Client:
                     raise _NothingReceived(f"{why} before the response")
                 raise RemoteClosed(f"{why} inside the response head")
             try:
-                await conn.wait(timeout)
+                await conn.wait(timeout, whole)
             except TimeoutError:
                 raise ReadTimeout(f"no response for {timeout:g}s") from None
         return conn.head

@@ -30,6 +30,7 @@ class App:
         self.release = threading.Event()
         self.sent_chunks = 0
         self.disconnects = 0
+        self.called_at: list[float] = []  # when each HTTP request reached the app
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -39,6 +40,7 @@ class App:
                 if message["type"] == "lifespan.shutdown":
                     return
         path = scope["path"]
+        self.called_at.append(time.monotonic())
         if path == "/fail":
             raise RuntimeError("the app failed")
         if path.startswith("/header/"):  # one response header from the path: name=value
@@ -417,3 +419,28 @@ def test_response_header_names_are_lowercased_and_bad_ones_refused(served: Any, 
                 raw += piece
             assert raw.startswith(b"HTTP/1.1 200")
             assert b"\r\nx-route: a\r\n" in raw and b"\r\ndate: " in raw
+
+
+def test_a_small_body_is_in_before_the_lean_front_calls_the_app(served: Any) -> None:
+    """The lean front calls the app once a small Content-Length body is in (one wake-up of
+    the app for a client writing head and body apart); uvicorn calls it at the head. A
+    client leaving mid-body still reaches the app, which sees the disconnect."""
+    front, port, app, _ = served
+    with _connect(port) as sock:
+        request = _post("/late", b"late body")
+        head_end = request.index(b"\r\n\r\n") + 4
+        sock.sendall(request[:head_end])
+        sent_head = time.monotonic()
+        time.sleep(0.3)
+        sock.sendall(request[head_end:])
+        ((status, _, body),) = _responses(sock, 1)
+        assert status.startswith(b"HTTP/1.1 200") and json.loads(body)["body"] == "late body"
+    waited = app.called_at[-1] - sent_head
+    assert waited >= 0.25 if front == "lean" else waited < 0.25
+    with _connect(port) as sock:  # the head and part of the body, then gone
+        sock.sendall(_post("/gone", b"0123456789")[:-5])
+        time.sleep(0.2)
+    deadline = time.monotonic() + 5
+    while app.disconnects < 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert app.disconnects == 1

@@ -377,6 +377,50 @@ def test_read_timeouts_on_head_and_on_body() -> None:
     assert pool_empty  # a response cut short never goes back to the pool
 
 
+@pytest.mark.parametrize("whole", [False, True])
+def test_a_whole_read_wakes_once_the_response_is_complete(whole: bool) -> None:
+    """`whole=True` (a non-streamed engine call) returns once the whole response arrived,
+    not at its head; bytes arriving restart the read timeout, so a body trickling in over
+    more than the timeout is read; a body past the high-water mark is read whole too."""
+    big = b"x" * (3 * http1._HIGH_WATER)
+
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, n: int) -> None:
+        await server.read_request(r)
+        w.write(b"HTTP/1.1 200 OK\r\ncontent-length: 8\r\n\r\n")
+        for piece in (b"ab", b"cd", b"ef", b"gh"):  # 0.6 s in all, 0.15 s apart
+            await w.drain()
+            await asyncio.sleep(0.15)
+            w.write(piece)
+        await server.read_request(r)
+        w.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%b" % (len(big), big))
+        await w.drain()
+        await server.read_request(r)
+
+    server = Server(handler)
+
+    async def main() -> tuple[float, bytes, bytes]:
+        async with server:
+            c = client(server.url, read_timeout=0.4)
+            loop = asyncio.get_running_loop()
+            started = loop.time()
+            response = await c.request("GET", "/", whole=whole)
+            returned = loop.time() - started
+            body = await response.read()
+            await response.aclose()
+            response = await c.request("GET", "/big", whole=whole)
+            large = await response.read()
+            await response.aclose()
+            await c.aclose()
+            return returned, body, large
+
+    returned, body, large = run(main())
+    assert body == b"abcdefgh" and large == big
+    if whole:
+        assert returned >= 0.55  # after the last piece
+    else:
+        assert returned < 0.15  # at the head
+
+
 @pytest.mark.parametrize(("first", "second"), [(30.0, 0.3), (0.3, 0.6)])
 def test_each_read_on_a_reused_connection_times_out_by_its_own_timeout(
     first: float, second: float
