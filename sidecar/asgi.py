@@ -74,17 +74,10 @@ async def send_json(
     send: Send, status: int, payload: Any, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
     body = dumps(payload)
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                JSON_TYPE,
-                (b"content-length", str(len(body)).encode()),
-                *(headers or ()),
-            ],
-        }
-    )
+    head = [JSON_TYPE, (b"content-length", b"%d" % len(body))]
+    if headers:
+        head += headers
+    await send({"type": "http.response.start", "status": status, "headers": head})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -120,11 +113,10 @@ class DisconnectWatch:
         self.gone = False
 
     def __enter__(self) -> DisconnectWatch:
-        loop = asyncio.get_running_loop()
-        self._task = asyncio.current_task(loop)
+        self._task = asyncio.current_task()
         self._active = True
         if self._armed:
-            self._timer = loop.call_later(self._delay, self._start)
+            self._timer = asyncio.get_running_loop().call_later(self._delay, self._start)
         return self
 
     def arm(self) -> None:

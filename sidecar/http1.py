@@ -437,6 +437,11 @@ class Response:
 
     async def read(self) -> bytes:
         """The whole (remaining) body."""
+        conn = self._conn
+        if conn is not None and conn.complete and conn.protocol_error is None:
+            data = conn.take_body()  # all of it is here (a `whole` request): no waiting
+            self._finish()
+            return data
         parts = []
         while not self._done:
             parts.append(await self._next())
