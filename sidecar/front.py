@@ -52,6 +52,9 @@ from sidecar.config import DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT
 MAX_HEAD_BYTES = 65536  # a request head's request line and headers together
 _HIGH_WATER = 65536  # unread request body bytes before reading pauses (uvicorn's limit)
 _COALESCE_LIMIT = 65536  # a held head is joined to body bytes up to this size (one copy)
+# A deadline counts as reached this close to it (the event loop may run a timer a clock
+# tick early).
+_TIMER_SLACK = 0.001
 
 _error_log = logging.getLogger("uvicorn.error")
 _access_log = logging.getLogger("uvicorn.access")
@@ -346,25 +349,47 @@ class Cycle:
 
 class StageTimer:
     """One timer per connection for the request stage still awaited (idle, head, body): the
-    lean front's and uvicorn's (`TimeoutsProtocol`) both use it; `_expired` is theirs."""
+    lean front's and uvicorn's (`TimeoutsProtocol`) both use it; `_expired` is theirs.
+
+    The timer is moved only when a stage's deadline comes before it, and a finished stage
+    leaves it to lapse: a request whose head and body arrive apart costs no new timer and
+    no cancelled one (when it fires early it looks again, at the deadline now due)."""
 
     loop: asyncio.AbstractEventLoop
     _timer: asyncio.TimerHandle | None = None
-    _timer_stage = ""
+    _timer_stage = ""  # the stage being timed ("" none)
+    _due = 0.0  # its deadline (event loop time)
 
     def _expired(self) -> None:
         raise NotImplementedError
 
     def _arm(self, stage: str, seconds: float) -> None:
-        self._disarm()
         self._timer_stage = stage
-        self._timer = self.loop.call_later(seconds, self._expired)
+        due = self._due = self.loop.time() + seconds
+        timer = self._timer
+        if timer is None or timer.when() > due:
+            if timer is not None:
+                timer.cancel()
+            self._timer = self.loop.call_at(due, self._fire)
 
     def _disarm(self) -> None:
+        self._timer_stage = ""
+
+    def _close_timer(self) -> None:
+        """The connection ended: the timer goes now (it holds the protocol)."""
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
         self._timer_stage = ""
+
+    def _fire(self) -> None:
+        self._timer = None
+        if not self._timer_stage:
+            return
+        if self.loop.time() >= self._due - _TIMER_SLACK:
+            self._expired()
+        else:
+            self._timer = self.loop.call_at(self._due, self._fire)
 
 
 class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
@@ -439,7 +464,7 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.state.connections.discard(self)
-        self._disarm()
+        self._close_timer()
         if self._idle_timer is not None:
             self._idle_timer.cancel()
             self._idle_timer = None
@@ -700,13 +725,13 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         if since is None or self.transport.is_closing():
             return
         due = since + self.keep_alive_timeout
-        if self.loop.time() >= due - 0.001:
+        if self.loop.time() >= due - _TIMER_SLACK:
             self.transport.close()
         else:
             self._idle_timer = self.loop.call_at(due, self._idle_check)
 
     def _expired(self) -> None:
-        stage, self._timer, self._timer_stage = self._timer_stage, None, ""
+        stage, self._timer_stage = self._timer_stage, ""
         transport = self.transport
         if transport.is_closing():
             return

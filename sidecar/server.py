@@ -46,7 +46,7 @@ class TimeoutsProtocol(StageTimer, HttpToolsProtocol):
         self._arm("idle", float(self.timeout_keep_alive))
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self._disarm()
+        self._close_timer()
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
@@ -72,7 +72,7 @@ class TimeoutsProtocol(StageTimer, HttpToolsProtocol):
             self._disarm()
 
     def _expired(self) -> None:
-        stage, self._timer, self._timer_stage = self._timer_stage, None, ""
+        stage, self._timer_stage = self._timer_stage, ""
         transport = self.transport
         if transport.is_closing():
             return

@@ -81,6 +81,32 @@ def test_half_sent_heads_are_answered_408_and_closed(sidecar: tuple[str, int]) -
     assert httpx.post(f"{url}/v1/chat/completions", content=BODY).status_code == 200
 
 
+def test_each_stage_of_a_kept_alive_connection_gets_its_own_time(
+    sidecar: tuple[str, int],
+) -> None:
+    """One timer serves a connection's stages: after a request whose body came late (its
+    body timer left behind), the next request's half-sent head still gets the whole head
+    timeout, counted from its own first byte, not from the earlier timer."""
+    _, port = sidecar
+    sock = _connect(port)
+    sock.sendall(HEAD)
+    time.sleep(0.2)
+    sock.sendall(BODY)
+    first = b""
+    while b'"object":"chat.completion"' not in first:
+        piece = sock.recv(65536)
+        assert piece, first
+        first += piece
+    assert first.startswith(b"HTTP/1.1 200 ")
+    time.sleep(0.5)  # the body's timer is due before the next head's deadline
+    started = time.monotonic()
+    sock.sendall(HEAD[:30])
+    received, closed_at = _until_closed(sock)
+    assert received.startswith(b"HTTP/1.1 408 "), received[:80]
+    assert HEAD_TIMEOUT - 0.1 < closed_at - started < HEAD_TIMEOUT + 3
+    sock.close()
+
+
 def test_a_head_trickling_in_is_limited_by_its_total_time(sidecar: tuple[str, int]) -> None:
     _, port = sidecar
     sock = _connect(port)
