@@ -8,7 +8,8 @@ processes on loopback, then measures from this process:
      `raw_proxy.py --work` (bare asyncio doing the sidecar's own work with its own functions:
      the least a Python sidecar doing this work adds, whatever its HTTP server and plumbing)
      interleaved request by request in the same rounds; the sidecar's added p50 over that
-     floor's (goal <= 1.15x). The floor parses HTTP with httptools, makes a unique response
+     floor's (goal <= 1.15x), also per block of 100 rounds (the machine's speed drifts
+     within a run). The floor parses HTTP with httptools, makes a unique response
      id and reads into one reused buffer, as the sidecar does: before, it only located a
      Content-Length body and answered "chatcmpl-0", which was not the same work. Then the
      HTTP front toggled alone (the same sidecar with `--http lean` and `--http uvicorn`),
@@ -168,6 +169,22 @@ async def latency(targets: list[Target], n: int, get: bool = False) -> list[list
     finally:
         for client in clients:
             await client.aclose()
+
+
+BLOCK = 100  # rounds per block in `block_ratios`
+
+
+def block_ratios(direct: list[float], via: list[float], floor: list[float]) -> list[float]:
+    """The added-p50 ratio (via over floor, each above direct) of each block of `BLOCK`
+    consecutive rounds: rounds close in time ran at the same machine speed."""
+    out = []
+    for start in range(0, len(direct) - BLOCK + 1, BLOCK):
+        part = slice(start, start + BLOCK)
+        base = pct(direct[part], 50)
+        floor_added = pct(floor[part], 50) - base
+        if floor_added > 0:
+            out.append((pct(via[part], 50) - base) / floor_added)
+    return out
 
 
 def in_process_cost(body: dict[str, object], n: int) -> float:
@@ -405,6 +422,13 @@ def main() -> int:
             f"   added p50: sidecar {added_sidecar:.2f} ms, raw proxy doing the same work "
             f"{added_floor:.2f} ms: {ratio:.2f}x the floor (goal <= 1.15x)"
         )
+        blocks = block_ratios(d, s, w)
+        if blocks:
+            print(
+                f"   the same ratio per block of {BLOCK} rounds (this machine's speed drifts "
+                f"within a run): median {statistics.median(blocks):.2f}x, "
+                f"blocks {min(blocks):.2f}-{max(blocks):.2f}x"
+            )
         print(
             f"   CPU per request (user + system): sidecar {sidecar_cpu:.2f} ms "
             f"({user:.2f} + {system:.2f}), raw proxy + work {worked_cpu:.2f} ms, "
