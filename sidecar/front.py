@@ -48,13 +48,11 @@ from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
 from sidecar import recvbuf
 from sidecar.config import DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT
+from sidecar.deadline import Deadline
 
 MAX_HEAD_BYTES = 65536  # a request head's request line and headers together
 _HIGH_WATER = 65536  # unread request body bytes before reading pauses (uvicorn's limit)
 _COALESCE_LIMIT = 65536  # a held head is joined to body bytes up to this size (one copy)
-# A deadline counts as reached this close to it (the event loop may run a timer a clock
-# tick early).
-_TIMER_SLACK = 0.001
 
 _error_log = logging.getLogger("uvicorn.error")
 _access_log = logging.getLogger("uvicorn.access")
@@ -348,48 +346,34 @@ class Cycle:
 
 
 class StageTimer:
-    """One timer per connection for the request stage still awaited (idle, head, body): the
-    lean front's and uvicorn's (`TimeoutsProtocol`) both use it; `_expired` is theirs.
-
-    The timer is moved only when a stage's deadline comes before it, and a finished stage
-    leaves it to lapse: a request whose head and body arrive apart costs no new timer and
-    no cancelled one (when it fires early it looks again, at the deadline now due)."""
+    """The timer for the request stage still awaited (idle, head, body): the lean front's
+    and uvicorn's (`TimeoutsProtocol`) both use it; `_expired` is theirs. One `Deadline`
+    per connection: a request whose head and body arrive apart costs no new timer."""
 
     loop: asyncio.AbstractEventLoop
-    _timer: asyncio.TimerHandle | None = None
+    _stage_deadline: Deadline | None = None
     _timer_stage = ""  # the stage being timed ("" none)
-    _due = 0.0  # its deadline (event loop time)
 
     def _expired(self) -> None:
         raise NotImplementedError
 
     def _arm(self, stage: str, seconds: float) -> None:
         self._timer_stage = stage
-        due = self._due = self.loop.time() + seconds
-        timer = self._timer
-        if timer is None or timer.when() > due:
-            if timer is not None:
-                timer.cancel()
-            self._timer = self.loop.call_at(due, self._fire)
+        deadline = self._stage_deadline
+        if deadline is None:
+            deadline = self._stage_deadline = Deadline(self.loop, self._expired)
+        deadline.set(seconds)
 
     def _disarm(self) -> None:
         self._timer_stage = ""
+        if self._stage_deadline is not None:
+            self._stage_deadline.clear()
 
     def _close_timer(self) -> None:
         """The connection ended: the timer goes now (it holds the protocol)."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         self._timer_stage = ""
-
-    def _fire(self) -> None:
-        self._timer = None
-        if not self._timer_stage:
-            return
-        if self.loop.time() >= self._due - _TIMER_SLACK:
-            self._expired()
-        else:
-            self._timer = self.loop.call_at(self._due, self._fire)
+        if self._stage_deadline is not None:
+            self._stage_deadline.close()
 
 
 class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
@@ -448,8 +432,7 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         self._unreported = 0  # bytes of the head httptools holds, not yet given as callbacks
         # timers
         self.stage = "idle"  # idle | head | body: which part of a request is still awaited
-        self._idle_since: float | None = None
-        self._idle_timer: asyncio.TimerHandle | None = None
+        self._idle = Deadline(self.loop, self._idle_expired)
 
     # -- asyncio protocol ----------------------------------------------------------------
 
@@ -465,10 +448,7 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.state.connections.discard(self)
         self._close_timer()
-        if self._idle_timer is not None:
-            self._idle_timer.cancel()
-            self._idle_timer = None
-        self._idle_since = None
+        self._idle.close()
         active = self.active
         if active is not None and not active.complete:
             active.disconnected = True
@@ -492,7 +472,7 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
     def data_received(self, data: bytes | memoryview) -> None:
         if self.failed:
             return
-        self._idle_since = None
+        self._idle.clear()
         if self.stage == "head":
             self._unreported += len(data)
         try:
@@ -711,24 +691,12 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
     # -- timeouts ------------------------------------------------------------------------
 
     def _go_idle(self) -> None:
-        """Close the connection if nothing arrives within the keep-alive timeout. One timer
-        serves many requests: it is re-armed only when it fires early."""
-        self._idle_since = self.loop.time()
-        if self._idle_timer is None:
-            self._idle_timer = self.loop.call_at(
-                self._idle_since + self.keep_alive_timeout, self._idle_check
-            )
+        """Close the connection if nothing arrives within the keep-alive timeout."""
+        self._idle.set(self.keep_alive_timeout)
 
-    def _idle_check(self) -> None:
-        self._idle_timer = None
-        since = self._idle_since
-        if since is None or self.transport.is_closing():
-            return
-        due = since + self.keep_alive_timeout
-        if self.loop.time() >= due - _TIMER_SLACK:
+    def _idle_expired(self) -> None:
+        if not self.transport.is_closing():
             self.transport.close()
-        else:
-            self._idle_timer = self.loop.call_at(due, self._idle_check)
 
     def _expired(self) -> None:
         stage, self._timer_stage = self._timer_stage, ""

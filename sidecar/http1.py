@@ -29,6 +29,7 @@ from urllib.parse import unquote, urlsplit
 import httptools
 
 from sidecar import recvbuf
+from sidecar.deadline import Deadline
 
 log = logging.getLogger(__name__)
 
@@ -41,9 +42,6 @@ MAX_HEAD = 65536
 # keep-alive (vLLM, SGLang and trtllm-serve serve with uvicorn), so a connection the engine
 # is about to close is rarely picked.
 KEEPALIVE_EXPIRY = 4.0
-# A read deadline counts as reached this close to it (the event loop may run a timer a
-# clock tick early).
-_TIMER_SLACK = 0.001
 _MAX_CACHED_HEADS = 64  # request head starts a client keeps (a handful of paths in use)
 
 
@@ -188,8 +186,8 @@ class Connection(asyncio.BufferedProtocol):
     """One TCP (or TLS) connection to the origin, as the protocol of its transport. Bytes are
     parsed as they arrive by httptools' response parser (llhttp: status line, headers,
     Content-Length, chunked and close-delimited framing); a reader waits for the head, then
-    for body pieces. A read deadline is checked only while a reader waits (one timer per
-    connection, see `wait`).
+    for body pieces. A read deadline is set only while a reader waits (one `Deadline` timer
+    per connection).
     """
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -199,8 +197,7 @@ class Connection(asyncio.BufferedProtocol):
         self.error: BaseException | None = None  # what broke the connection, if anything
         self.idle_since = 0.0
         self._waiter: asyncio.Future[None] | None = None
-        self._timer: asyncio.TimerHandle | None = None  # the read deadline's (see `wait`)
-        self._deadline = 0.0
+        self._read_deadline = Deadline(loop, self._timed_out)  # the waiting read's
         self._timeout = 0.0  # the waiting read's timeout
         self._whole = False  # the waiting read wants the whole response (see `wait`)
         self._paused = False
@@ -274,7 +271,7 @@ class Connection(asyncio.BufferedProtocol):
             # The reader wants the whole response: woken once, not per piece (an engine
             # on uvicorn writes a head and its body apart). Bytes arrived, so the read
             # timeout starts again.
-            self._deadline = self._loop.time() + self._timeout
+            self._read_deadline.set(self._timeout)
             return
         self._wake()
 
@@ -284,9 +281,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.error = exc
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._read_deadline.close()
         self._ended()
 
     def _ended(self) -> None:
@@ -363,31 +358,19 @@ class Connection(asyncio.BufferedProtocol):
         """Until more bytes or EOF arrive (`whole`: until the response is complete, the
         connection ends, or `_HIGH_WATER` body bytes wait); `TimeoutError` after `timeout`
         seconds without a byte."""
-        loop = self._loop
-        waiter = self._waiter = loop.create_future()
+        waiter = self._waiter = self._loop.create_future()
         self._whole, self._timeout = whole, timeout
-        deadline = self._deadline = loop.time() + timeout
-        # One timer per connection, moved only when it would fire late: a new timer and a
-        # cancelled one per read cost more than the whole of some reads.
-        if self._timer is None or self._timer.when() > deadline:
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer = loop.call_at(deadline, self._check_deadline)
+        self._read_deadline.set(timeout)
         try:
             await waiter
         finally:
             self._waiter = None
+            self._read_deadline.clear()
 
-    def _check_deadline(self) -> None:
-        """The timer fired: time out the waiting read if its deadline passed, else wait on."""
-        self._timer = None
+    def _timed_out(self) -> None:
         waiter = self._waiter
-        if waiter is None or waiter.done():
-            return  # nobody waits: the next `wait` starts a timer
-        if self._loop.time() >= self._deadline - _TIMER_SLACK:
+        if waiter is not None and not waiter.done():
             waiter.set_exception(TimeoutError())
-        else:
-            self._timer = self._loop.call_at(self._deadline, self._check_deadline)
 
     def take_body(self) -> bytes:
         """The body bytes parsed so far, consumed."""
