@@ -408,6 +408,7 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         self.keep_alive_timeout = float(config.timeout_keep_alive)
         self.access_log = _access_log.hasHandlers()
         self.parser = httptools.HttpRequestParser(self)
+        self._view = recvbuf.view()  # this thread's receive buffer (the loop's)
         # Serve the first of pipelined requests sent after a `connection: close` one.
         self.parser.set_dangerous_leniencies(lenient_data_after_close=True)
         self.transport: asyncio.Transport = None  # type: ignore[assignment]
@@ -463,11 +464,11 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         pass  # close (as uvicorn: a half-closed client is a gone client)
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        return recvbuf.view()
+        return self._view
 
     def buffer_updated(self, nbytes: int) -> None:
         # httptools copies what it keeps: the shared buffer is free again after the feed.
-        self.data_received(recvbuf.view()[:nbytes])
+        self.data_received(self._view[:nbytes])
 
     def data_received(self, data: bytes | memoryview) -> None:
         if self.failed:

@@ -132,22 +132,37 @@ def encode_request(
 
 
 class Head:
-    """A response's status line and headers (names lowercased, in order). A plain slotted
-    class: one is made per engine response (a frozen dataclass's `__init__` cost more)."""
+    """A response's status line and headers (names lowercased, in order). The engine
+    client hands the header bytes as received (`raw`); they are decoded on first use, which
+    a successful engine answer rarely needs. A plain slotted class: one is made per
+    engine response."""
 
-    __slots__ = ("headers", "http10", "reason", "status")
+    __slots__ = ("_headers", "_raw", "http10", "reason", "status")
 
     def __init__(
         self,
         status: int,
         reason: str,
-        headers: tuple[tuple[str, str], ...],
+        headers: tuple[tuple[str, str], ...] = (),
         http10: bool = False,
+        raw: list[tuple[bytes, bytes]] | None = None,
     ) -> None:
         self.status = status
         self.reason = reason
-        self.headers = headers
         self.http10 = http10
+        self._headers: tuple[tuple[str, str], ...] | None = headers if raw is None else None
+        self._raw = raw
+
+    @property
+    def headers(self) -> tuple[tuple[str, str], ...]:
+        headers = self._headers
+        if headers is None:
+            assert self._raw is not None
+            headers = self._headers = tuple(
+                (name.decode("latin-1").lower(), value.strip(b" \t").decode("latin-1"))
+                for name, value in self._raw
+            )
+        return headers
 
     def get(self, name: str) -> str | None:
         """The first value of header `name` (lowercase), or None."""
@@ -192,6 +207,7 @@ class Connection(asyncio.BufferedProtocol):
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
+        self._view = recvbuf.view()  # this thread's receive buffer (the loop's)
         self.transport: asyncio.Transport | None = None
         self.eof = False
         self.error: BaseException | None = None  # what broke the connection, if anything
@@ -217,7 +233,7 @@ class Connection(asyncio.BufferedProtocol):
         self._head_bytes = 0  # bytes received while no head was complete
         self._head_size = 0  # the head's own size, as parsed
         self._status = b""
-        self._headers: list[tuple[str, str]] = []
+        self._headers: list[tuple[bytes, bytes]] = []
         self._parser = None
 
     def expect_nothing(self) -> None:
@@ -239,7 +255,7 @@ class Connection(asyncio.BufferedProtocol):
         self.transport = cast(asyncio.Transport, transport)
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        return recvbuf.view()
+        return self._view
 
     def buffer_updated(self, nbytes: int) -> None:
         parser = self._parser
@@ -250,7 +266,7 @@ class Connection(asyncio.BufferedProtocol):
         if self.head is None:
             self._head_bytes += nbytes
         try:
-            parser.feed_data(recvbuf.view()[:nbytes])
+            parser.feed_data(self._view[:nbytes])
         except httptools.HttpParserError as exc:
             if not self.complete:
                 self.protocol_error = ProtocolError(f"malformed response: {exc}")
@@ -307,9 +323,7 @@ class Connection(asyncio.BufferedProtocol):
             if len(self._headers) >= _MAX_HEADERS:
                 self.protocol_error = ProtocolError(f"more than {_MAX_HEADERS} header lines")
                 return
-            self._headers.append(
-                (name.decode("latin-1").lower(), value.strip(b" \t").decode("latin-1"))
-            )
+            self._headers.append((name, value))
 
     def on_headers_complete(self) -> None:
         parser = self._parser
@@ -324,8 +338,8 @@ class Connection(asyncio.BufferedProtocol):
         self.head = Head(
             status,
             self._status.decode("latin-1"),
-            tuple(self._headers),
-            parser.get_http_version() == "1.0",
+            http10=parser.get_http_version() == "1.0",
+            raw=self._headers,
         )
         self.keep_alive = parser.should_keep_alive()
         if self._method == "HEAD":  # no body follows, whatever the headers say
