@@ -703,6 +703,10 @@ def test_pure_helpers() -> None:
     assert http1.close_delimited(http1.Head(200, "OK", ()))
     assert not http1.close_delimited(http1.Head(204, "No Content", ()))
     assert not http1.close_delimited(http1.Head(200, "OK", (("content-length", "3"),)))
+    # headers as received are decoded on first use: names lowercased, values trimmed
+    raw = http1.Head(429, "Too Many Requests", raw=[(b"Retry-After", b" 7 "), (b"X-A", b"\xe9")])
+    assert raw.get("retry-after") == "7" and raw.get("x-a") == "\xe9"
+    assert raw.headers == (("retry-after", "7"), ("x-a", "\xe9"))
     assert http1.Origin.from_url("https://[::1]/p/").host_header == "[::1]"
     assert http1.Origin.from_url("http://h:8000/p/") == http1.Origin("http", "h", 8000, "/p")
     with pytest.raises(ValueError):
