@@ -364,8 +364,7 @@ class MarkerMachine(FamilyMachine):
             fragment = sc.stream(text)
             if fragment is not None:
                 return self._args(fragment)
-            self._blanks.run = 0  # (what `_scan` does with a chunk that is not blank)
-            res = sc.feed(text)
+            res = self._scan(sc, text, False)
             if res.status == "more":
                 return push(res.events)
             events: list[Event] = []
@@ -617,13 +616,11 @@ class MarkerMachine(FamilyMachine):
         blanks = self._blanks
         if final:
             data = blanks.flush() + data
-        elif blanks.wait or not data or data[-1] in _WS:  # (else not a blank chunk)
+        else:
             taken = blanks.take(data)
             if taken is None:
                 return ScanResult([])
             data = taken
-        else:
-            blanks.run = 0
         return sc.feed(data) if data else ScanResult([])
 
     def _region_result(self, res: ScanResult, events: list[Event]) -> tuple[bool, str]:

@@ -237,6 +237,9 @@ class BlankRuns:
 
     def take(self, text: str) -> str | None:
         """The text to feed the scanner now, or None while `text` (blanks) waits."""
+        if not self.wait and text[-1:] not in _BLANK:  # (the usual chunk: not all blank)
+            self.run = 0
+            return text
         if text and not text.strip(_BLANK):
             if self.run >= BLANK_BATCH:
                 self.wait.append(text)

@@ -125,7 +125,7 @@ class Sidecar:
             metrics.in_flight -= 1
             # Counted once the response is finished (as the status is): not the client's wait.
             if routed:
-                self.metrics.route(routed[0])
+                metrics.route(routed[0])
 
     async def _chat_completions(
         self, scope: Scope, receive: Receive, send: Send, routed: list[str]

@@ -120,17 +120,6 @@ def finish_request(start: bytes, body: bytes | None) -> bytes:
     return b"%bcontent-length: %d\r\n\r\n%b" % (start, len(body), body)
 
 
-def encode_request(
-    method: str,
-    target: str,
-    host: str,
-    body: bytes | None,
-    headers: Iterable[tuple[str, str]] = (),
-) -> bytes:
-    """The request's bytes, head and body together."""
-    return finish_request(request_head_start(method, target, host, headers), body)
-
-
 class Head:
     """A response's status line and headers (names lowercased, in order). The engine
     client hands the header bytes as received (`raw`); they are decoded on first use, which
@@ -434,11 +423,6 @@ class Response:
 
     async def read(self) -> bytes:
         """The whole (remaining) body."""
-        conn = self._conn
-        if conn is not None and conn.complete and conn.protocol_error is None:
-            data = conn.take_body()  # all of it is here (a `whole` request): no waiting
-            self._finish()
-            return data
         parts = []
         while not self._done:
             parts.append(await self._next())

@@ -63,7 +63,6 @@ _ROLE = "assistant"
 _MAX_HEADER = 256  # longer "headers" are not headers (bounds what is held back)
 _WS = frozenset(" \t\r\n")
 _BLANKS = " \t\r\n"
-_BLANK_ENDS = frozenset(_BLANKS) | {""}
 
 
 def _name_char(c: str) -> bool:
@@ -201,16 +200,11 @@ class MuseMachine(FamilyMachine):
     # -- FamilyMachine ---------------------------------------------------------------------
 
     def feed(self, text: str) -> list[Event]:
-        runs = self._blank_runs
-        if runs.wait or text[-1:] in _BLANK_ENDS:  # (else not a blank chunk: `take` passes it)
-            taken = runs.take(text)
-            if taken is None:
-                return []
-            text = taken
-        else:
-            runs.run = 0
+        taken = self._blank_runs.take(text)
+        if taken is None:
+            return []
         out: list[Event] = []
-        self._buf += text
+        self._buf += taken
         self._run(out, final=False)
         return out
 
