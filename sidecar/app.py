@@ -7,7 +7,7 @@ import hmac
 import logging
 import os
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -23,14 +23,11 @@ from parsers.policy import RequestFacts, asked_thinking, default_thinking, plan_
 from sidecar import sse
 from sidecar.asgi import (
     SSE_TYPE,
-    ASGIApp,
     ClientDisconnect,
-    DisconnectWatch,
     Receive,
     Scope,
     Send,
     header,
-    read_body,
     send_json,
 )
 from sidecar.chat import Accumulator, ChunkFactory, chunks_for, completion
@@ -38,6 +35,7 @@ from sidecar.config import SidecarConfig
 from sidecar.engine_client import EngineClient, EngineStream
 from sidecar.engines.base import EngineAdapter, EngineRequest, Usage
 from sidecar.errors import INTERNAL_ERROR, APIError, EngineError, envelope
+from sidecar.exchange import AsgiExchange, Exchange
 from sidecar.guided import guided_schema
 from sidecar.metrics import Metrics
 from sidecar.parsing import parse_whole, parser_for
@@ -114,27 +112,25 @@ class Sidecar:
         names = self.config.served_names
         return requested if requested in names else names[0]
 
-    async def chat_completions(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """`POST /v1/chat/completions`, as a plain ASGI handler (see `sidecar.asgi`)."""
+    async def chat_completions(self, exchange: Exchange) -> None:
+        """`POST /v1/chat/completions` (over ASGI: `AsgiExchange`)."""
         metrics = self.metrics
         metrics.in_flight += 1
         routed: list[str] = []
         try:
-            await self._chat_completions(scope, receive, send, routed)
+            await self._chat_completions(exchange, routed)
         finally:
             metrics.in_flight -= 1
             # Counted once the response is finished (as the status is): not the client's wait.
             if routed:
                 metrics.route(routed[0])
 
-    async def _chat_completions(
-        self, scope: Scope, receive: Receive, send: Send, routed: list[str]
-    ) -> None:
+    async def _chat_completions(self, exchange: Exchange, routed: list[str]) -> None:
         started = time.perf_counter()
         route: str | None = None
         stream = False
         try:
-            raw = await read_body(scope, receive, self.config.max_body_bytes)
+            raw = await exchange.read_body(self.config.max_body_bytes)
             chat, plan, engine_request = self.prepare(raw)
             route, stream = plan.route, chat.stream
             routed.append(route)
@@ -143,7 +139,7 @@ class Sidecar:
             # before its answer.
             parser: list[StreamParser] = []
             factories: list[ChunkFactory] = []
-            watch = DisconnectWatch(receive, armed=False)
+            watch = exchange.watch(armed=False)
 
             def after_write() -> None:
                 watch.arm()  # a stream's watch is another one: nothing happens then
@@ -159,9 +155,7 @@ class Sidecar:
 
             if chat.stream:
                 engine_stream = await self.engine.open_stream(engine_request, after_write)
-                await self._stream(
-                    receive, send, engine_stream, parser[0], factories[0], started, route
-                )
+                await self._stream(exchange, engine_stream, parser[0], factories[0], started, route)
                 return
             with watch:
                 event = await self.engine.complete(engine_request, after_write)
@@ -174,7 +168,7 @@ class Sidecar:
                 factory.id, factory.created, factory.model, message, event.usage, event.stop_reason
             )
             elapsed = time.perf_counter() - started
-            await send_json(send, 200, body, [(ROUTE_HEADER_BYTES, route.encode())])
+            await exchange.respond_json(200, body, [(ROUTE_HEADER_BYTES, route.encode())])
             # Bookkeeping after the response left: it is not the client's wait.
             if event.usage is not None:
                 self.metrics.tokens(event.usage.prompt_tokens, event.usage.completion_tokens)
@@ -195,12 +189,11 @@ class Sidecar:
         self.metrics.done(error.status, time.perf_counter() - started, stream, error.code)
         headers = [(ROUTE_HEADER_BYTES, route.encode())] if route else []
         headers.extend((k.encode("latin-1"), v.encode("latin-1")) for k, v in error.headers)
-        await send_json(send, error.status, error.body(), headers)
+        await exchange.respond_json(error.status, error.body(), headers)
 
     async def _stream(
         self,
-        receive: Receive,
-        send: Send,
+        exchange: Exchange,
         engine_stream: EngineStream,
         parser: StreamParser,
         factory: ChunkFactory,
@@ -209,7 +202,8 @@ class Sidecar:
     ) -> None:
         status, code = 200, None
         try:
-            with DisconnectWatch(receive) as watch:
+            send = exchange.send
+            with exchange.watch() as watch:
                 await send(
                     {
                         "type": "http.response.start",
@@ -327,13 +321,13 @@ async def _http_error(request: Request, exc: Exception) -> Response:
 
 
 class _Endpoint:
-    """A plain ASGI handler as a Starlette endpoint (a bare method would get a `Request`)."""
+    """An `Exchange` handler as a Starlette endpoint (a bare method would get a `Request`)."""
 
-    def __init__(self, handler: ASGIApp) -> None:
+    def __init__(self, handler: Callable[[Exchange], Awaitable[None]]) -> None:
         self.handler = handler
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.handler(scope, receive, send)
+        await self.handler(AsgiExchange(scope, receive, send))
 
 
 _UNAUTHORIZED = envelope(
@@ -345,8 +339,10 @@ _UNAUTHORIZED = envelope(
 
 
 class SidecarApp:
-    """The ASGI app: `POST /v1/chat/completions` straight to the plain handler, everything
-    else (the other endpoints, 404/405s, lifespan) through Starlette."""
+    """The ASGI app: `POST /v1/chat/completions` straight to the chat handler (an
+    `AsgiExchange`), everything else (the other endpoints, 404/405s, lifespan) through
+    Starlette. The lean front asks `direct_route` first and serves the chat route as an
+    `Exchange` itself, without ASGI messages."""
 
     def __init__(self, sidecar: Sidecar, starlette: Starlette) -> None:
         self.sidecar = sidecar
@@ -354,29 +350,38 @@ class SidecarApp:
         key = sidecar.config.api_key
         self._bearer = f"Bearer {key}".encode() if key else None
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if (
-            self._bearer is not None
-            and scope["type"] == "http"
-            and scope["path"].startswith("/v1/")
-            and not self._authorized(scope)
-        ):
-            await send_json(send, 401, _UNAUTHORIZED, [(b"www-authenticate", b"Bearer")])
-            return
-        if (
-            scope["type"] == "http"
-            and scope["path"] == "/v1/chat/completions"
-            and scope["method"] == "POST"
-        ):
-            await self.sidecar.chat_completions(scope, receive, send)
-        else:
-            await self.starlette(scope, receive, send)
+    def direct_route(self, method: str, path: str) -> Callable[[Exchange], Awaitable[None]] | None:
+        """The `Exchange` handler serving `method path`, or None (served over ASGI)."""
+        if path == "/v1/chat/completions" and method == "POST":
+            return self.chat
+        return None
 
-    def _authorized(self, scope: Scope) -> bool:
+    async def chat(self, exchange: Exchange) -> None:
+        """The chat route behind the API key check."""
+        if self._bearer is not None and not self._authorized(exchange.header(b"authorization")):
+            await exchange.respond_json(401, _UNAUTHORIZED, [(b"www-authenticate", b"Bearer")])
+            return
+        await self.sidecar.chat_completions(exchange)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            handler = self.direct_route(scope["method"], scope["path"])
+            if handler is not None:
+                await handler(AsgiExchange(scope, receive, send))
+                return
+            if (
+                self._bearer is not None
+                and scope["path"].startswith("/v1/")
+                and not self._authorized(header(scope, b"authorization"))
+            ):
+                await send_json(send, 401, _UNAUTHORIZED, [(b"www-authenticate", b"Bearer")])
+                return
+        await self.starlette(scope, receive, send)
+
+    def _authorized(self, value: bytes | None) -> bool:
         """`Authorization: Bearer <--api-key>`, compared in constant time."""
         assert self._bearer is not None
-        value = header(scope, b"authorization") or b""
-        return hmac.compare_digest(value, self._bearer)
+        return hmac.compare_digest(value or b"", self._bearer)
 
 
 def build_app(config: SidecarConfig, adapter: EngineAdapter, template: ChatTemplate) -> SidecarApp:

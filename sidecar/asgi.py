@@ -41,7 +41,7 @@ async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
     """The whole request body; a 413 `APIError` past `limit` bytes (declared or received)."""
     declared = header(scope, b"content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise _too_large(limit)
+        raise too_large(limit)
     chunks: list[bytes] = []
     size = 0
     while True:
@@ -51,13 +51,13 @@ async def read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
-            raise _too_large(limit)
+            raise too_large(limit)
         chunks.append(chunk)
         if not message.get("more_body", False):
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
 
-def _too_large(limit: int) -> APIError:
+def too_large(limit: int) -> APIError:
     return APIError(
         413, f"request body exceeds the limit of {limit} bytes", code="request_too_large"
     )

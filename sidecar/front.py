@@ -41,12 +41,15 @@ import logging
 import re
 import urllib.parse
 from collections import deque
+from collections.abc import Awaitable
+from types import TracebackType
 from typing import Any
 
 import httptools
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
 from sidecar import recvbuf
+from sidecar.asgi import JSON_TYPE, dumps, header, read_body, too_large
 from sidecar.config import DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT
 from sidecar.deadline import Deadline
 
@@ -117,12 +120,13 @@ class _HeadTooLarge(Exception):
 
 
 class Cycle:
-    """One request and its response: the ASGI `receive` and `send` of one app call."""
+    """One request and its response: the ASGI `receive` and `send` of one app call, and
+    an `Exchange` (`sidecar.exchange`) for a route the app serves directly."""
 
     __slots__ = (
         "body", "body_size", "chunked", "complete", "conn", "delivered_end", "disconnected",
         "expect_continue", "flush_handle", "head_only", "held", "keep_alive", "more_body",
-        "others", "remaining", "scope", "started", "task", "waiter",
+        "others", "remaining", "scope", "started", "task", "waiter", "watcher",
     )  # fmt: skip
 
     def __init__(
@@ -147,6 +151,14 @@ class Cycle:
         self.held: bytes | None = None  # the response head, until the next write
         self.flush_handle: asyncio.Handle | None = None
         self.task: asyncio.Task[None] | None = None
+        self.watcher: Watch | None = None  # the `watch()` block running, if any
+
+    def gone(self) -> None:
+        """The client left (or timed out) before the response was complete."""
+        self.disconnected = True
+        watcher = self.watcher
+        if watcher is not None:
+            watcher.client_left()
 
     def wake(self) -> None:
         waiter = self.waiter
@@ -160,10 +172,10 @@ class Cycle:
                 if not other.done():
                     other.set_result(None)
 
-    async def run(self, app: Any) -> None:
-        """Call the app; answer 500 if it failed before responding (as uvicorn does)."""
+    async def run(self, call: Awaitable[None]) -> None:
+        """Run the app's call; answer 500 if it failed before responding (as uvicorn does)."""
         try:
-            await app(self.scope, self.receive, self.send)
+            await call
         except BaseException as exc:
             _error_log.error("Exception in ASGI application\n", exc_info=exc)
             if not self.started and not self.disconnected:
@@ -232,7 +244,7 @@ class Cycle:
         if not self.started:
             if kind != "http.response.start":
                 raise RuntimeError(f"Expected ASGI message 'http.response.start', got {kind!r}.")
-            self._start(message)
+            self._start(message["status"], message.get("headers", ()))
         elif not self.complete:
             if kind != "http.response.body":
                 raise RuntimeError(f"Expected ASGI message 'http.response.body', got {kind!r}.")
@@ -240,14 +252,51 @@ class Cycle:
         else:
             raise RuntimeError(f"Unexpected ASGI message {kind!r} after the response completed.")
 
-    def _start(self, message: dict[str, Any]) -> None:
+    # -- Exchange (a route the app serves directly: see `LeanProtocol.direct_route`) -------
+
+    def header(self, name: bytes) -> bytes | None:
+        return header(self.scope, name)
+
+    async def read_body(self, limit: int) -> bytes:
+        if self.more_body or self.delivered_end or self.disconnected or self.expect_continue:
+            return await read_body(self.scope, self.receive, limit)  # the general way
+        body = self.body  # the whole body is here (the usual case): taken as it is
+        data = body[0] if len(body) == 1 else b"".join(body)
+        if len(data) > limit:
+            raise too_large(limit)
+        self.body = []
+        self.body_size = 0
+        self.delivered_end = True
+        return data
+
+    async def respond_json(
+        self, status: int, payload: Any, headers: list[tuple[bytes, bytes]] | None = None
+    ) -> None:
+        body = dumps(payload)
+        head = [JSON_TYPE, (b"content-length", b"%d" % len(body))]
+        if headers:
+            head += headers
+        if self.conn.write_paused and not self.disconnected:
+            await self.conn.drain()
+        if self.disconnected:
+            return
+        if self.started:
+            raise RuntimeError("Unexpected response after the response started.")
+        self._start(status, head)
+        self._body(body, False)
+
+    def watch(self, armed: bool = True) -> Watch:
+        return Watch(self)
+
+    # -- the response --------------------------------------------------------------------
+
+    def _start(self, status: int, headers: Any) -> None:
         self.started = True
         if self.expect_continue and self.more_body:
             # Answered without reading the body the client waits to send (a 413): whether
             # it sends it anyway is unknown, so the connection ends with this response.
             self.keep_alive = False
         self.expect_continue = False
-        status = message["status"]
         conn = self.conn
         if conn.access_log:
             scope = self.scope
@@ -262,7 +311,7 @@ class Cycle:
         content = [_STATUS_LINES[status], conn.default_head()]
         length: int | None = None
         close = False
-        for name, value in message.get("headers", ()):
+        for name, value in headers:
             lowered = _NAMES.get(name)
             if lowered is None:
                 lowered = _checked_name(name)
@@ -345,6 +394,47 @@ class Cycle:
             self.conn.response_done()
 
 
+class Watch:
+    """`Cycle.watch()`: the block is cancelled as soon as the client leaves (the front
+    knows at once: no watcher task, no timer). As `sidecar.asgi.DisconnectWatch`: the
+    block's own cleanup runs, its `CancelledError` is swallowed and `gone` is True;
+    cancellations from elsewhere pass through."""
+
+    __slots__ = ("cycle", "gone", "task")
+
+    def __init__(self, cycle: Cycle) -> None:
+        self.cycle = cycle
+        self.task: asyncio.Task[Any] | None = None
+        self.gone = False
+
+    def arm(self) -> None:
+        pass  # watching from the start costs nothing
+
+    def __enter__(self) -> Watch:
+        self.task = asyncio.current_task()
+        self.cycle.watcher = self
+        if self.cycle.disconnected:
+            self.client_left()  # gone already: the block's first wait is cancelled
+        return self
+
+    def client_left(self) -> None:
+        if not self.gone and self.task is not None:
+            self.gone = True
+            self.task.cancel()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        self.cycle.watcher = None
+        if self.gone and self.task is not None:
+            self.task.uncancel()
+            return exc_type is asyncio.CancelledError
+        return False
+
+
 class StageTimer:
     """The timer for the request stage still awaited (idle, head, body): the lean front's
     and uvicorn's (`TimeoutsProtocol`) both use it; `_expired` is theirs. One `Deadline`
@@ -399,6 +489,8 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         if not config.loaded:
             config.load()
         self.app = config.loaded_app
+        # An app may serve some routes as an `Exchange` (`sidecar.app.SidecarApp`).
+        self.direct_route = getattr(self.app, "direct_route", None)
         self.loop = _loop or asyncio.get_event_loop()
         self.state = server_state
         self.tasks: set[asyncio.Task[None]] = server_state.tasks
@@ -452,7 +544,7 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         self._idle.close()
         active = self.active
         if active is not None and not active.complete:
-            active.disconnected = True
+            active.gone()
             self._wake_or_start(active)
         self.pipeline.clear()
         self.cycle = self.active = self._deferred = None  # no reference cycles left
@@ -617,7 +709,11 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
 
     def _run(self, cycle: Cycle) -> None:
         self.active = cycle
-        task = cycle.task = self.loop.create_task(cycle.run(self.app))
+        scope = cycle.scope
+        direct = self.direct_route
+        handler = direct(scope["method"], scope["path"]) if direct is not None else None
+        call = self.app(scope, cycle.receive, cycle.send) if handler is None else handler(cycle)
+        task = cycle.task = self.loop.create_task(cycle.run(call))
         self.tasks.add(task)
 
     def _wake_or_start(self, cycle: Cycle) -> None:
@@ -714,7 +810,7 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         if cycle is None or not cycle.started:
             transport.write(timeout_response(stage, limit))
         if cycle is not None and not cycle.complete:
-            cycle.disconnected = True
+            cycle.gone()
             self._wake_or_start(cycle)
         transport.close()
 

@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 
 from sidecar import front as lean
+from sidecar.errors import APIError
+from sidecar.exchange import AsgiExchange, Exchange
 from sidecar.fake_engine import RunningServer, serve_in_thread
 from sidecar.server import FRONTS, server_options
 
@@ -24,13 +26,36 @@ pytestmark = pytest.mark.parser_mode_independent(reason="HTTP framing only, no p
 
 class App:
     """Echoes the request (method, path, query, body) as JSON; `/slow` waits until released;
-    `/big` streams `chunks` MiB; `/fail` raises; `/gone` records the disconnect it sees."""
+    `/big` streams `chunks` MiB; `/fail` raises; `/gone` records the disconnect it sees.
+    `/direct...` is served as an `Exchange` (as the sidecar's chat route): the lean front
+    calls it directly (`direct_route`), uvicorn's through ASGI (`AsgiExchange`)."""
 
     def __init__(self) -> None:
         self.release = threading.Event()
         self.sent_chunks = 0
         self.disconnects = 0
         self.called_at: list[float] = []  # when each HTTP request reached the app
+        self.exchanges: list[str] = []  # the type of each `Exchange` served
+        self.watched: list[bool] = []  # `watch.gone` after each `/direct-wait`
+
+    def direct_route(self, method: str, path: str) -> Any:
+        return self.direct if path.startswith("/direct") and method == "POST" else None
+
+    async def direct(self, exchange: Exchange) -> None:
+        self.exchanges.append(type(exchange).__name__)
+        try:
+            body = await exchange.read_body(1000)
+        except APIError as exc:
+            await exchange.respond_json(exc.status, exc.body())
+            return
+        if exchange.header(b"x-wait") is not None:
+            with exchange.watch(armed=False) as watch:
+                watch.arm()
+                await asyncio.sleep(30)  # until the client leaves
+            self.watched.append(watch.gone)
+            return
+        answer = {"body": body.decode(), "x-echo": (exchange.header(b"x-echo") or b"").decode()}
+        await exchange.respond_json(201, answer, [(b"x-route", b"direct")])
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -40,6 +65,9 @@ class App:
                 if message["type"] == "lifespan.shutdown":
                     return
         path = scope["path"]
+        if self.direct_route(scope["method"], path) is not None:
+            await self.direct(AsgiExchange(scope, receive, send))
+            return
         self.called_at.append(time.monotonic())
         if path == "/fail":
             raise RuntimeError("the app failed")
@@ -444,3 +472,77 @@ def test_a_small_body_is_in_before_the_lean_front_calls_the_app(served: Any) -> 
     while app.disconnects < 1 and time.monotonic() < deadline:
         time.sleep(0.02)
     assert app.disconnects == 1
+
+
+def test_a_route_the_app_serves_directly_is_an_exchange_on_the_lean_front(served: Any) -> None:
+    """The lean front hands `direct_route`'s handler its own request (no ASGI messages);
+    uvicorn's front reaches the same handler through ASGI. Same bytes either way: one JSON
+    response with the app's headers, the connection kept, the body limit a 413."""
+    front, port, app, _ = served
+    with _connect(port) as sock:
+        sock.sendall(
+            _post("/direct", b"hello", b"x-echo: yes\r\n")
+            + _post("/direct", b"y" * 2000)
+            + _post("/direct", b"again")
+        )
+        (s1, h1, b1), (s2, _, b2), (s3, _, b3) = _responses(sock, 3)
+    assert s1.startswith(b"HTTP/1.1 201") and json.loads(b1) == {"body": "hello", "x-echo": "yes"}
+    assert h1[b"content-type"] == b"application/json" and h1[b"x-route"] == b"direct"
+    assert int(h1[b"content-length"]) == len(b1) and b"date" in h1
+    assert s2.startswith(b"HTTP/1.1 413") and "1000" in json.loads(b2)["error"]["message"]
+    assert s3.startswith(b"HTTP/1.1 201") and json.loads(b3)["body"] == "again"
+    expected = "Cycle" if front == "lean" else "AsgiExchange"
+    assert app.exchanges == [expected] * 3
+
+
+def test_a_direct_routes_watch_cancels_its_block_when_the_client_leaves(served: Any) -> None:
+    front, port, app, _ = served
+    with _connect(port) as sock:
+        sock.sendall(_post("/direct", b"{}", b"x-wait: 1\r\n"))
+        deadline = time.monotonic() + 5
+        while not app.exchanges and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.1)  # inside the watched block
+    deadline = time.monotonic() + 5
+    while not app.watched and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert app.watched == [True]
+    assert app.exchanges == ["Cycle" if front == "lean" else "AsgiExchange"]
+
+
+class _Cycle:
+    """What `front.Watch` uses of a request."""
+
+    def __init__(self, disconnected: bool = False) -> None:
+        self.disconnected = disconnected
+        self.watcher: lean.Watch | None = None
+
+
+def test_the_lean_watch_cancels_at_once_and_only_its_block() -> None:
+    async def main() -> None:
+        # a client gone before the block: its first wait is cancelled
+        cycle = _Cycle(disconnected=True)
+        started = time.monotonic()
+        with lean.Watch(cycle) as watch:  # type: ignore[arg-type]
+            await asyncio.sleep(10)
+        assert watch.gone and time.monotonic() - started < 1 and cycle.watcher is None
+        # leaving mid-block: cancelled then, the task goes on afterwards
+        cycle = _Cycle()
+        loop = asyncio.get_running_loop()
+        with lean.Watch(cycle) as watch:  # type: ignore[arg-type]
+            assert cycle.watcher is watch
+            loop.call_later(0.05, watch.client_left)
+            await asyncio.sleep(10)
+        assert watch.gone
+        await asyncio.sleep(0)  # not cancelled any more
+        task = asyncio.current_task()
+        assert task is not None and task.cancelling() == 0
+        # a cancel from elsewhere is not swallowed
+        cycle = _Cycle()
+        with pytest.raises(asyncio.CancelledError), lean.Watch(cycle) as watch:  # type: ignore[arg-type]
+            loop.call_later(0.05, task.cancel)
+            await asyncio.sleep(10)
+        assert not watch.gone
+        task.uncancel()
+
+    asyncio.run(main())
