@@ -49,7 +49,7 @@ import httptools
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
 from sidecar import recvbuf
-from sidecar.asgi import JSON_TYPE, dumps, header, read_body, too_large
+from sidecar.asgi import JSON_TYPE, dumps, read_body, too_large
 from sidecar.config import DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT
 from sidecar.deadline import Deadline
 
@@ -124,16 +124,30 @@ class Cycle:
     an `Exchange` (`sidecar.exchange`) for a route the app serves directly."""
 
     __slots__ = (
-        "body", "body_size", "chunked", "complete", "conn", "delivered_end", "disconnected",
-        "expect_continue", "flush_handle", "head_only", "held", "keep_alive", "more_body",
-        "others", "remaining", "scope", "started", "task", "waiter", "watcher",
+        "_parts", "_scope", "body", "body_size", "chunked", "complete", "conn",
+        "delivered_end", "disconnected", "expect_continue", "flush_handle", "head_only",
+        "headers", "held", "keep_alive", "method", "more_body", "others", "path", "remaining",
+        "started", "task", "waiter", "watcher",
     )  # fmt: skip
 
     def __init__(
-        self, conn: LeanProtocol, scope: dict[str, Any], keep_alive: bool, expect: bool
+        self,
+        conn: LeanProtocol,
+        method: str,
+        path: str,
+        headers: list[tuple[bytes, bytes]],
+        parts: tuple[str, bytes, bytes],
+        keep_alive: bool,
+        expect: bool,
     ) -> None:
+        """`path` as the scope has it (after the root path); `parts`: the HTTP version, the
+        raw path and the query string, for the scope."""
         self.conn = conn
-        self.scope = scope
+        self.method = method
+        self.path = path
+        self.headers = headers
+        self._parts = parts
+        self._scope: dict[str, Any] | None = None
         self.keep_alive = keep_alive
         self.expect_continue = expect
         self.body: list[bytes] = []
@@ -147,11 +161,37 @@ class Cycle:
         self.complete = False  # the whole response was written
         self.chunked = False
         self.remaining = 0  # Content-Length bytes still to send
-        self.head_only = scope["method"] == "HEAD"
+        self.head_only = method == "HEAD"
         self.held: bytes | None = None  # the response head, until the next write
         self.flush_handle: asyncio.Handle | None = None
         self.task: asyncio.Task[None] | None = None
         self.watcher: Watch | None = None  # the `watch()` block running, if any
+
+    @property
+    def scope(self) -> dict[str, Any]:
+        """The request's ASGI scope, made on first use: a route served as an `Exchange`
+        does not need one."""
+        scope = self._scope
+        if scope is None:
+            conn = self.conn
+            version, raw_path, query = self._parts
+            root = conn.root_path
+            scope = self._scope = {
+                "type": "http",
+                "asgi": {"version": conn.asgi_version, "spec_version": "2.3"},
+                "http_version": version,
+                "server": conn.server,
+                "client": conn.client,
+                "scheme": conn.scheme,
+                "root_path": root,
+                "headers": self.headers,
+                "state": conn.app_state.copy(),
+                "method": self.method,
+                "path": self.path,
+                "raw_path": root.encode("ascii") + raw_path if root else raw_path,
+                "query_string": query,
+            }
+        return scope
 
     def gone(self) -> None:
         """The client left (or timed out) before the response was complete."""
@@ -255,7 +295,10 @@ class Cycle:
     # -- Exchange (a route the app serves directly: see `LeanProtocol.direct_route`) -------
 
     def header(self, name: bytes) -> bytes | None:
-        return header(self.scope, name)
+        for key, value in self.headers:
+            if key == name:
+                return value
+        return None
 
     async def read_body(self, limit: int) -> bytes:
         if self.more_body or self.delivered_end or self.disconnected or self.expect_continue:
@@ -521,6 +564,7 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         self.url = b""
         self.headers: list[tuple[bytes, bytes]] = []
         self.expect = False
+        self._small_body = True  # the head read so far allows reading the body first
         self._head_bytes = 0
         self._unreported = 0  # bytes of the head httptools holds, not yet given as callbacks
         # timers
@@ -624,6 +668,7 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         self.url = b""
         self.headers = []
         self.expect = False
+        self._small_body = True
         self._head_bytes = self._unreported = 0
         self.stage = "head"
 
@@ -634,7 +679,13 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
 
     def on_header(self, name: bytes, value: bytes) -> None:
         name = name.lower()
-        if name == b"expect" and value.lower() == b"100-continue":
+        if name == b"content-length":
+            # Whether the body can be read whole before the app starts: declared by
+            # Content-Length, at most `_HIGH_WATER` bytes (no body counts).
+            self._small_body = self._small_body and value.isdigit() and int(value) <= _HIGH_WATER
+        elif name == b"transfer-encoding":
+            self._small_body = False
+        elif name == b"expect" and value.lower() == b"100-continue":
             self.expect = True
         self.headers.append((name, value))
         self._head_bytes += len(name) + len(value) + 4
@@ -655,26 +706,18 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         if "%" in path:
             path = urllib.parse.unquote(path)
         root = self.root_path
-        scope = {
-            "type": "http",
-            "asgi": {"version": self.asgi_version, "spec_version": "2.3"},
-            "http_version": version,
-            "server": self.server,
-            "client": self.client,
-            "scheme": self.scheme,
-            "root_path": root,
-            "headers": self.headers,
-            "state": self.app_state.copy(),
-            "method": parser.get_method().decode("ascii"),
-            "path": root + path if root else path,
-            "raw_path": root.encode("ascii") + raw_path if root else raw_path,
-            "query_string": query,
-        }
-        keep_alive = version != "1.0" and parser.should_keep_alive()
-        cycle = self.cycle = Cycle(self, scope, keep_alive, self.expect)
+        cycle = self.cycle = Cycle(
+            self,
+            parser.get_method().decode("ascii"),
+            root + path if root else path,
+            self.headers,
+            (version, raw_path, query),
+            version != "1.0" and parser.should_keep_alive(),
+            self.expect,
+        )
         self.stage = "body"
         if self.active is None:
-            if self.expect or not _small_body(self.headers):
+            if self.expect or not self._small_body:
                 self._run(cycle)
             else:
                 # A small body is waited for before the app starts: a client that writes
@@ -709,10 +752,12 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
 
     def _run(self, cycle: Cycle) -> None:
         self.active = cycle
-        scope = cycle.scope
         direct = self.direct_route
-        handler = direct(scope["method"], scope["path"]) if direct is not None else None
-        call = self.app(scope, cycle.receive, cycle.send) if handler is None else handler(cycle)
+        handler = direct(cycle.method, cycle.path) if direct is not None else None
+        if handler is None:
+            call = self.app(cycle.scope, cycle.receive, cycle.send)
+        else:
+            call = handler(cycle)
         task = cycle.task = self.loop.create_task(cycle.run(call))
         self.tasks.add(task)
 
@@ -813,17 +858,6 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
             cycle.gone()
             self._wake_or_start(cycle)
         transport.close()
-
-
-def _small_body(headers: list[tuple[bytes, bytes]]) -> bool:
-    """Whether a request's body is declared by Content-Length and at most `_HIGH_WATER`
-    bytes (no body counts), so it can be read whole before the app starts."""
-    for name, value in headers:
-        if name == b"transfer-encoding":
-            return False
-        if name == b"content-length":
-            return value.isdigit() and int(value) <= _HIGH_WATER
-    return True
 
 
 def _address(info: Any) -> tuple[str, int] | None:

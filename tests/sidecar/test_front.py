@@ -465,6 +465,22 @@ def test_a_small_body_is_in_before_the_lean_front_calls_the_app(served: Any) -> 
         assert status.startswith(b"HTTP/1.1 200") and json.loads(body)["body"] == "late body"
     waited = app.called_at[-1] - sent_head
     assert waited >= 0.25 if front == "lean" else waited < 0.25
+    # A body over 64 KiB, or a chunked one (whatever the header order), starts the app at
+    # the head on both fronts.
+    big = _post("/late", b"x" * 70_000)
+    chunked = b"POST /late HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n"
+    for request, rest in ((big, None), (chunked, b"5\r\nhello\r\n0\r\n\r\n")):
+        calls = len(app.called_at)
+        with _connect(port) as sock:
+            head_end = request.index(b"\r\n\r\n") + 4
+            sock.sendall(request[:head_end])
+            sent_head = time.monotonic()
+            time.sleep(0.3)
+            sock.sendall(request[head_end:] if rest is None else rest)
+            ((status, _, _),) = _responses(sock, 1)
+        assert status.startswith(b"HTTP/1.1 413" if rest is None else b"HTTP/1.1 200")
+        assert len(app.called_at) == calls + 1
+        assert app.called_at[-1] - sent_head < 0.25, (front, request[:60])
     with _connect(port) as sock:  # the head and part of the body, then gone
         sock.sendall(_post("/gone", b"0123456789")[:-5])
         time.sleep(0.2)
