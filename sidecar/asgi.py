@@ -63,11 +63,15 @@ def too_large(limit: int) -> APIError:
     )
 
 
+# Compact JSON, non-ASCII kept, no NaN: made once (`json.dumps` with options makes an
+# encoder per call).
+JSON = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
 def dumps(payload: Any) -> bytes:
     """Compact JSON, non-ASCII kept (Starlette's JSONResponse rendering). A lone surrogate
     (never valid UTF-8) is written as its JSON escape instead of failing."""
-    text = json.dumps(payload, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
-    return text.encode("utf-8", "backslashreplace")
+    return JSON.encode(payload).encode("utf-8", "backslashreplace")
 
 
 async def send_json(

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any, Protocol
 
 from sidecar import http1
+from sidecar.asgi import JSON
 from sidecar.config import Timeouts
 from sidecar.engines.base import EngineAdapter, EngineEvent, EngineRequest, malformed
 from sidecar.errors import EngineError
@@ -228,12 +229,7 @@ class EngineClient:
         self, request: EngineRequest, meanwhile: Callable[[], object] | None, whole: bool = False
     ) -> http1.Response:
         # Compact JSON, non-ASCII kept, no NaN (what httpx's `json=` sent).
-        body = json.dumps(
-            self.adapter.build_body(request),
-            ensure_ascii=False,
-            separators=(",", ":"),
-            allow_nan=False,
-        ).encode()
+        body = JSON.encode(self.adapter.build_body(request)).encode()
         try:
             response = await self._client.request(
                 "POST", self.adapter.generate_path, body, _JSON, meanwhile=meanwhile, whole=whole

@@ -49,7 +49,7 @@ import httptools
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
 from sidecar import recvbuf
-from sidecar.asgi import JSON_TYPE, dumps, read_body, too_large
+from sidecar.asgi import dumps, read_body, too_large
 from sidecar.config import DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT
 from sidecar.deadline import Deadline
 
@@ -74,6 +74,7 @@ def _status_line(status: int) -> bytes:
 
 _STATUS_LINES = {status: _status_line(status) for status in range(100, 600)}
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+_JSON_HEAD = b"content-type: application/json\r\ncontent-length: %d\r\n"
 _500 = (
     b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain; charset=utf-8\r\n"
     b"content-length: 21\r\nconnection: close\r\n\r\nInternal Server Error"
@@ -316,16 +317,14 @@ class Cycle:
         self, status: int, payload: Any, headers: list[tuple[bytes, bytes]] | None = None
     ) -> None:
         body = dumps(payload)
-        head = [JSON_TYPE, (b"content-length", b"%d" % len(body))]
-        if headers:
-            head += headers
         if self.conn.write_paused and not self.disconnected:
             await self.conn.drain()
         if self.disconnected:
             return
         if self.started:
             raise RuntimeError("Unexpected response after the response started.")
-        self._start(status, head)
+        # The content headers are the front's own (nothing to check); the app's are checked.
+        self._start(status, headers or (), _JSON_HEAD % len(body), len(body))
         self._body(body, False)
 
     def watch(self, armed: bool = True) -> Watch:
@@ -333,7 +332,11 @@ class Cycle:
 
     # -- the response --------------------------------------------------------------------
 
-    def _start(self, status: int, headers: Any) -> None:
+    def _start(
+        self, status: int, headers: Any, own: bytes = b"", length: int | None = None
+    ) -> None:
+        """Build the response head (held until the body); `own`: header lines the front
+        wrote itself, with the body's `length`."""
         self.started = True
         if self.expect_continue and self.more_body:
             # Answered without reading the body the client waits to send (a 413): whether
@@ -351,8 +354,7 @@ class Cycle:
                 scope["http_version"],
                 status,
             )
-        content = [_STATUS_LINES[status], conn.default_head()]
-        length: int | None = None
+        content = [_STATUS_LINES[status], conn.default_head(), own]
         close = False
         for name, value in headers:
             lowered = _NAMES.get(name)

@@ -40,9 +40,14 @@ class SSEDecoder:
         return self.line("")
 
 
+_JSON = json.JSONEncoder(
+    ensure_ascii=False
+)  # made once: `json.dumps` with options makes one per call
+
+
 def encode(payload: dict[str, Any]) -> bytes:
     # A lone surrogate (never valid UTF-8) is written as its JSON escape instead of failing.
-    text = json.dumps(payload, ensure_ascii=False)
+    text = _JSON.encode(payload)
     return b"data: " + text.encode("utf-8", "backslashreplace") + b"\n\n"
 
 
