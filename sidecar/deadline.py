@@ -20,12 +20,13 @@ SLACK = 0.001
 class Deadline:
     """Calls `on_due()` once the deadline last `set` passes without a `clear()` since."""
 
-    __slots__ = ("_due", "_loop", "_on_due", "_timer", "active")
+    __slots__ = ("_due", "_loop", "_on_due", "_timer", "_timer_due", "active")
 
     def __init__(self, loop: asyncio.AbstractEventLoop, on_due: Callable[[], object]) -> None:
         self._loop = loop
         self._on_due = on_due
         self._timer: asyncio.TimerHandle | None = None
+        self._timer_due = 0.0  # when the timer fires (if any)
         self._due = 0.0
         self.active = False
 
@@ -34,9 +35,10 @@ class Deadline:
         self.active = True
         due = self._due = self._loop.time() + seconds
         timer = self._timer
-        if timer is None or timer.when() > due:
+        if timer is None or self._timer_due > due:
             if timer is not None:
                 timer.cancel()
+            self._timer_due = due
             self._timer = self._loop.call_at(due, self._fire)
 
     def clear(self) -> None:
@@ -58,4 +60,5 @@ class Deadline:
             self.active = False
             self._on_due()
         else:
+            self._timer_due = self._due
             self._timer = self._loop.call_at(self._due, self._fire)

@@ -74,6 +74,7 @@ def _status_line(status: int) -> bytes:
 
 _STATUS_LINES = {status: _status_line(status) for status in range(100, 600)}
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+_FRAMING = frozenset((b"content-length", b"transfer-encoding", b"expect"))  # headers noted
 _JSON_HEAD = b"content-type: application/json\r\ncontent-length: %d\r\n"
 _500 = (
     b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain; charset=utf-8\r\n"
@@ -681,14 +682,17 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
 
     def on_header(self, name: bytes, value: bytes) -> None:
         name = name.lower()
-        if name == b"content-length":
-            # Whether the body can be read whole before the app starts: declared by
-            # Content-Length, at most `_HIGH_WATER` bytes (no body counts).
-            self._small_body = self._small_body and value.isdigit() and int(value) <= _HIGH_WATER
-        elif name == b"transfer-encoding":
-            self._small_body = False
-        elif name == b"expect" and value.lower() == b"100-continue":
-            self.expect = True
+        if name in _FRAMING:
+            if name == b"content-length":
+                # Whether the body can be read whole before the app starts: declared by
+                # Content-Length, at most `_HIGH_WATER` bytes (no body counts).
+                self._small_body = (
+                    self._small_body and value.isdigit() and int(value) <= _HIGH_WATER
+                )
+            elif name == b"transfer-encoding":
+                self._small_body = False
+            elif value.lower() == b"100-continue":  # expect
+                self.expect = True
         self.headers.append((name, value))
         self._head_bytes += len(name) + len(value) + 4
         self._unreported = 0

@@ -220,7 +220,6 @@ class Connection(asyncio.BufferedProtocol):
         self.keep_alive = False
         self.protocol_error: ProtocolError | None = None
         self._head_bytes = 0  # bytes received while no head was complete
-        self._head_size = 0  # the head's own size, as parsed
         self._status = b""
         self._headers: list[tuple[bytes, bytes]] = []
         self._parser = None
@@ -304,25 +303,26 @@ class Connection(asyncio.BufferedProtocol):
 
     def on_status(self, status: bytes) -> None:
         self._status += status
-        self._head_size += len(status) + 15
 
     def on_header(self, name: bytes, value: bytes) -> None:
         if self.head is None:  # trailers (after the body) are not used
-            self._head_size += len(name) + len(value) + 4
-            if len(self._headers) >= _MAX_HEADERS:
-                self.protocol_error = ProtocolError(f"more than {_MAX_HEADERS} header lines")
-                return
+            # Bounded: no more than MAX_HEAD bytes are read while no head is complete.
             self._headers.append((name, value))
 
     def on_headers_complete(self) -> None:
         parser = self._parser
         assert parser is not None
         status = parser.get_status_code()
-        if self._head_size > MAX_HEAD:
+        headers = self._headers
+        if len(headers) > _MAX_HEADERS:
+            self.protocol_error = ProtocolError(f"more than {_MAX_HEADERS} header lines")
+            return
+        # The head's own size matters only when the reads that brought it were larger.
+        if self._head_bytes > MAX_HEAD and _head_size(self._status, headers) > MAX_HEAD:
             self.protocol_error = ProtocolError(f"response head larger than {MAX_HEAD} bytes")
             return
         if 100 <= status < 200 and status != 101:  # interim: the final response follows
-            self._status, self._headers, self._head_size = b"", [], 0
+            self._status, self._headers = b"", []
             return
         self.head = Head(
             status,
@@ -565,8 +565,8 @@ class Client:
     def release(self, conn: Connection) -> None:
         """Take back a connection whose response was read completely."""
         conn.idle_since = time.monotonic()
-        if len(self._idle) < self.max_idle and conn.usable(conn.idle_since):
-            self._idle.append(conn)
+        if len(self._idle) < self.max_idle and not conn.eof and conn._reusable:
+            self._idle.append(conn)  # `_checkout` checks the rest when it is picked
         else:
             conn.close()
 
@@ -635,6 +635,11 @@ class Client:
             except TimeoutError:
                 raise ReadTimeout(f"no response for {timeout:g}s") from None
         return conn.head
+
+
+def _head_size(status: bytes, headers: list[tuple[bytes, bytes]]) -> int:
+    """A response head's size as parsed: its status line and header lines."""
+    return len(status) + 15 + sum(len(name) + len(value) + 4 for name, value in headers)
 
 
 class _NothingReceived(Exception):

@@ -525,6 +525,33 @@ def test_oversized_heads_are_protocol_errors(reply: bytes) -> None:
     assert "larger than 65536 bytes" in message or "more than 100 header lines" in message
 
 
+def test_a_head_under_the_limit_read_with_a_large_body_is_accepted() -> None:
+    """More than the head limit arrives before the head is complete (a 60 KB head with the
+    body's start), but the head itself is under the limit: accepted, whole body read."""
+    head = b"HTTP/1.1 200 OK\r\nx-long: " + b"a" * 60_000 + b"\r\ncontent-length: 100000\r\n\r\n"
+    body = b"b" * 100_000
+
+    async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, n: int) -> None:
+        while await server.read_request(r) is not None:
+            w.write(head[:10])  # the head's start alone, then the rest with the body
+            await w.drain()
+            await asyncio.sleep(0.05)
+            w.write(head[10:] + body)
+            await w.drain()
+
+    server = Server(handler)
+
+    async def main() -> tuple[int, int, int]:
+        async with server:
+            c = client(server.url)
+            response = await c.request("GET", "/")
+            data = await response.read()
+            await c.aclose()
+            return response.status, len(response.head.get("x-long") or ""), len(data)
+
+    assert run(main()) == (200, 60_000, 100_000)
+
+
 def test_an_endless_head_is_refused_at_once_not_at_the_timeout() -> None:
     """~900 KB of header lines with no end: refused once past the limit, long before the
     read timeout (the engine keeps the connection open)."""
