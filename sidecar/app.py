@@ -116,80 +116,82 @@ class Sidecar:
         """`POST /v1/chat/completions` (over ASGI: `AsgiExchange`)."""
         metrics = self.metrics
         metrics.in_flight += 1
-        routed: list[str] = []
-        try:
-            await self._chat_completions(exchange, routed)
-        finally:
-            metrics.in_flight -= 1
-            # Counted once the response is finished (as the status is): not the client's wait.
-            if routed:
-                metrics.route(routed[0])
-
-    async def _chat_completions(self, exchange: Exchange, routed: list[str]) -> None:
         started = time.perf_counter()
         route: str | None = None
         stream = False
         try:
-            raw = await exchange.read_body(self.config.max_body_bytes)
-            chat, plan, engine_request = self.prepare(raw)
-            route, stream = plan.route, chat.stream
-            routed.append(route)
-            # The parser, the response's id and the disconnect watch's timer are made once
-            # the engine request is written, while the engine works: they are not needed
-            # before its answer.
-            parser: list[StreamParser] = []
-            factories: list[ChunkFactory] = []
-            watch = exchange.watch(armed=False)
+            try:
+                raw = await exchange.read_body(self.config.max_body_bytes)
+                chat, plan, engine_request = self.prepare(raw)
+                route, stream = plan.route, chat.stream
+                # The parser, the response's id and the disconnect watch's timer are made
+                # once the engine request is written, while the engine works: they are not
+                # needed before its answer.
+                parser: list[StreamParser] = []
+                factories: list[ChunkFactory] = []
+                watch = exchange.watch(armed=False)
 
-            def after_write() -> None:
-                watch.arm()  # a stream's watch is another one: nothing happens then
-                parser.append(parser_for(plan))
-                factories.append(
-                    ChunkFactory(
-                        id=f"chatcmpl-{os.urandom(16).hex()}",
-                        created=int(time.time()),
-                        model=self._served_name(chat.model),
-                        include_usage=chat.include_usage,
+                def after_write() -> None:
+                    watch.arm()  # a stream's watch is another one: nothing happens then
+                    parser.append(parser_for(plan))
+                    factories.append(
+                        ChunkFactory(
+                            id=f"chatcmpl-{os.urandom(16).hex()}",
+                            created=int(time.time()),
+                            model=self._served_name(chat.model),
+                            include_usage=chat.include_usage,
+                        )
                     )
-                )
 
-            if chat.stream:
-                engine_stream = await self.engine.open_stream(engine_request, after_write)
-                await self._stream(exchange, engine_stream, parser[0], factories[0], started, route)
+                if stream:
+                    engine_stream = await self.engine.open_stream(engine_request, after_write)
+                    await self._stream(
+                        exchange, engine_stream, parser[0], factories[0], started, route
+                    )
+                    return
+                with watch:
+                    event = await self.engine.complete(engine_request, after_write)
+                if watch.gone:  # the engine request was cancelled (its connection closed)
+                    metrics.done(499, time.perf_counter() - started, False, "client_disconnected")
+                    return
+                message = parse_whole(plan, event.text, event.finish_reason or "stop", parser[0])
+                factory = factories[0]
+                body = completion(
+                    factory.id,
+                    factory.created,
+                    factory.model,
+                    message,
+                    event.usage,
+                    event.stop_reason,
+                )
+                elapsed = time.perf_counter() - started
+                await exchange.respond_json(200, body, [(ROUTE_HEADER_BYTES, route.encode())])
+                # Bookkeeping after the response left: it is not the client's wait.
+                if event.usage is not None:
+                    metrics.tokens(event.usage.prompt_tokens, event.usage.completion_tokens)
+                metrics.done(200, elapsed, stream=False)
                 return
-            with watch:
-                event = await self.engine.complete(engine_request, after_write)
-            if watch.gone:  # the engine request was cancelled (its connection closed)
-                self.metrics.done(499, time.perf_counter() - started, False, "client_disconnected")
+            except InvalidRequest as exc:
+                error = APIError(400, exc.message, param=exc.param, code=exc.code)
+            except APIError as exc:
+                error = exc
+            except EngineError as exc:
+                error = exc.to_api_error()
+            except ClientDisconnect:
+                metrics.done(499, time.perf_counter() - started, stream, "client_disconnected")
                 return
-            message = parse_whole(plan, event.text, event.finish_reason or "stop", parser[0])
-            factory = factories[0]
-            body = completion(
-                factory.id, factory.created, factory.model, message, event.usage, event.stop_reason
-            )
-            elapsed = time.perf_counter() - started
-            await exchange.respond_json(200, body, [(ROUTE_HEADER_BYTES, route.encode())])
-            # Bookkeeping after the response left: it is not the client's wait.
-            if event.usage is not None:
-                self.metrics.tokens(event.usage.prompt_tokens, event.usage.completion_tokens)
-            self.metrics.done(200, elapsed, stream=False)
-            return
-        except InvalidRequest as exc:
-            error = APIError(400, exc.message, param=exc.param, code=exc.code)
-        except APIError as exc:
-            error = exc
-        except EngineError as exc:
-            error = exc.to_api_error()
-        except ClientDisconnect:
-            self.metrics.done(499, time.perf_counter() - started, stream, "client_disconnected")
-            return
-        except Exception:
-            log.exception("unexpected error serving a chat completion")
-            error = INTERNAL_ERROR
-        self.metrics.done(error.status, time.perf_counter() - started, stream, error.code)
-        headers = [(ROUTE_HEADER_BYTES, route.encode())] if route else []
-        headers.extend((k.encode("latin-1"), v.encode("latin-1")) for k, v in error.headers)
-        await exchange.respond_json(error.status, error.body(), headers)
+            except Exception:
+                log.exception("unexpected error serving a chat completion")
+                error = INTERNAL_ERROR
+            metrics.done(error.status, time.perf_counter() - started, stream, error.code)
+            headers = [(ROUTE_HEADER_BYTES, route.encode())] if route else []
+            headers.extend((k.encode("latin-1"), v.encode("latin-1")) for k, v in error.headers)
+            await exchange.respond_json(error.status, error.body(), headers)
+        finally:
+            metrics.in_flight -= 1
+            # Counted once the response is finished (as the status is): not the client's wait.
+            if route is not None:
+                metrics.route(route)
 
     async def _stream(
         self,
@@ -353,7 +355,7 @@ class SidecarApp:
     def direct_route(self, method: str, path: str) -> Callable[[Exchange], Awaitable[None]] | None:
         """The `Exchange` handler serving `method path`, or None (served over ASGI)."""
         if path == "/v1/chat/completions" and method == "POST":
-            return self.chat
+            return self.sidecar.chat_completions if self._bearer is None else self.chat
         return None
 
     async def chat(self, exchange: Exchange) -> None:

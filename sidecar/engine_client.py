@@ -304,9 +304,9 @@ class EngineClient:
                 exc, self.timeouts.read, "engine closed the connection"
             ) from None
         finally:
-            # No await inside: also runs to the end when the client went away (cancelled),
+            # Not awaited: also runs to the end when the client went away (cancelled),
             # closing an unfinished connection, which cancels the generation in the engine.
-            await response.aclose()
+            response.close()
         event = self.adapter.decode_response(_json(raw.decode("utf-8", "replace")))
         if event.finish_reason is None:
             raise malformed("response has no finish reason")

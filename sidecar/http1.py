@@ -418,18 +418,25 @@ class Response:
         self._conn: Connection | None = conn
         self._timeout = timeout
         self._done = False
-        if conn.complete and not conn.body:
+        self._ready = b""  # body bytes taken from the connection, not yet read
+        if conn.complete:  # the whole response is in (a `whole` request's usual case)
+            if conn.body:
+                self._ready = conn.take_body()
             self._finish()
 
     async def read(self) -> bytes:
         """The whole (remaining) body."""
-        parts = []
+        parts = [self._ready]
+        self._ready = b""
         while not self._done:
             parts.append(await self._next())
         return parts[0] if len(parts) == 1 else b"".join(parts)
 
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
         """Body bytes as they arrive (framing removed)."""
+        if self._ready:
+            data, self._ready = self._ready, b""
+            yield data
         while not self._done:
             data = await self._next()
             if data:
