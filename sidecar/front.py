@@ -741,7 +741,8 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         cycle.body_size += len(body)
         if cycle.body_size > _HIGH_WATER:
             self.pause_reading()
-        cycle.wake()
+        if cycle.waiter is not None or cycle.others is not None:  # the app waits for it
+            cycle.wake()
 
     def on_message_complete(self) -> None:
         self.stage = "idle"
