@@ -457,7 +457,7 @@ class Watch:
         pass  # watching from the start costs nothing
 
     def __enter__(self) -> Watch:
-        self.task = asyncio.current_task()
+        self.task = self.cycle.task or asyncio.current_task()  # the request's (`Cycle.run`)
         self.cycle.watcher = self
         if self.cycle.disconnected:
             self.client_left()  # gone already: the block's first wait is cancelled
