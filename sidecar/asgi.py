@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from types import TracebackType
 from typing import Any
 
@@ -31,7 +31,12 @@ class ClientDisconnect(Exception):
 
 def header(scope: Scope, name: bytes) -> bytes | None:
     """The first value of request header `name` (lowercase)."""
-    for key, value in scope["headers"]:
+    return header_value(scope["headers"], name)
+
+
+def header_value(headers: Iterable[tuple[bytes, bytes]], name: bytes) -> bytes | None:
+    """The first value of header `name` (lowercase) in ASGI's header list."""
+    for key, value in headers:
         if key == name:
             return bytes(value)
     return None

@@ -49,7 +49,7 @@ import httptools
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
 from sidecar import recvbuf
-from sidecar.asgi import dumps, read_body, too_large
+from sidecar.asgi import dumps, header_value, read_body, too_large
 from sidecar.config import DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT
 from sidecar.deadline import Deadline
 
@@ -297,10 +297,7 @@ class Cycle:
     # -- Exchange (a route the app serves directly: see `LeanProtocol.direct_route`) -------
 
     def header(self, name: bytes) -> bytes | None:
-        for key, value in self.headers:
-            if key == name:
-                return value
-        return None
+        return header_value(self.headers, name)
 
     async def read_body(self, limit: int) -> bytes:
         if self.more_body or self.delivered_end or self.disconnected or self.expect_continue:
@@ -457,7 +454,7 @@ class Watch:
         pass  # watching from the start costs nothing
 
     def __enter__(self) -> Watch:
-        self.task = self.cycle.task or asyncio.current_task()  # the request's (`Cycle.run`)
+        self.task = asyncio.current_task()
         self.cycle.watcher = self
         if self.cycle.disconnected:
             self.client_left()  # gone already: the block's first wait is cancelled

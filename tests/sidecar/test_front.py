@@ -532,7 +532,6 @@ class _Cycle:
     def __init__(self, disconnected: bool = False) -> None:
         self.disconnected = disconnected
         self.watcher: lean.Watch | None = None
-        self.task: asyncio.Task[Any] | None = None  # the watch then takes the current one
 
 
 def test_the_lean_watch_cancels_at_once_and_only_its_block() -> None:
