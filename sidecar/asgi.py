@@ -95,7 +95,30 @@ async def send_empty(send: Send, status: int) -> None:
     await send({"type": "http.response.body", "body": b""})
 
 
-class DisconnectWatch:
+class BlockWatch:
+    """What a disconnect watch does once it learns the client left: cancel the task that
+    entered the block, then at the block's end swallow that cancellation (`gone` is True);
+    cancellations from elsewhere pass through."""
+
+    _task: asyncio.Task[Any] | None = None
+    gone = False
+
+    def _cancel_block(self) -> None:
+        if not self.gone and self._task is not None:
+            self.gone = True
+            self._task.cancel()
+
+    def _end_block(self, exc_type: type[BaseException] | None) -> bool:
+        """`__exit__`'s answer: whether the block's exception is swallowed."""
+        if self.gone and self._task is not None:
+            # The cancel came while the block was suspended in it, so it surfaced inside
+            # the block (also when the awaited result was already there).
+            self._task.uncancel()
+            return exc_type is asyncio.CancelledError
+        return False
+
+
+class DisconnectWatch(BlockWatch):
     """`with DisconnectWatch(receive) as watch:` cancels the block when the client leaves.
 
     A watcher task waits for `http.disconnect` (uvicorn's `send` ignores a gone client, so
@@ -115,11 +138,9 @@ class DisconnectWatch:
         self._receive = receive
         self._delay = delay
         self._armed = armed
-        self._task: asyncio.Task[Any] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._watcher: asyncio.Task[None] | None = None
         self._active = False
-        self.gone = False
 
     def __enter__(self) -> DisconnectWatch:
         self._task = asyncio.current_task()
@@ -148,16 +169,10 @@ class DisconnectWatch:
             self._timer.cancel()
         if self._watcher is not None:
             self._watcher.cancel()
-        if self.gone and self._task is not None:
-            # The watcher only cancels while the block is suspended in it, so the cancel
-            # surfaced inside the block (also when the awaited result was already there).
-            self._task.uncancel()
-            return exc_type is asyncio.CancelledError
-        return False
+        return self._end_block(exc_type)
 
     async def _watch(self) -> None:
         while (await self._receive())["type"] != "http.disconnect":
             pass
-        if self._active and self._task is not None:
-            self.gone = True
-            self._task.cancel()
+        if self._active:
+            self._cancel_block()

@@ -49,7 +49,7 @@ import httptools
 from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
 from sidecar import recvbuf
-from sidecar.asgi import dumps, header_value, read_body, too_large
+from sidecar.asgi import BlockWatch, dumps, header_value, read_body, too_large
 from sidecar.config import DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT
 from sidecar.deadline import Deadline
 
@@ -437,33 +437,27 @@ class Cycle:
             self.conn.response_done()
 
 
-class Watch:
+class Watch(BlockWatch):
     """`Cycle.watch()`: the block is cancelled as soon as the client leaves (the front
     knows at once: no watcher task, no timer). As `sidecar.asgi.DisconnectWatch`: the
     block's own cleanup runs, its `CancelledError` is swallowed and `gone` is True;
     cancellations from elsewhere pass through."""
 
-    __slots__ = ("cycle", "gone", "task")
-
     def __init__(self, cycle: Cycle) -> None:
         self.cycle = cycle
-        self.task: asyncio.Task[Any] | None = None
-        self.gone = False
 
     def arm(self) -> None:
         pass  # watching from the start costs nothing
 
     def __enter__(self) -> Watch:
-        self.task = asyncio.current_task()
+        self._task = asyncio.current_task()
         self.cycle.watcher = self
         if self.cycle.disconnected:
-            self.client_left()  # gone already: the block's first wait is cancelled
+            self._cancel_block()  # gone already: the block's first wait is cancelled
         return self
 
     def client_left(self) -> None:
-        if not self.gone and self.task is not None:
-            self.gone = True
-            self.task.cancel()
+        self._cancel_block()
 
     def __exit__(
         self,
@@ -472,10 +466,7 @@ class Watch:
         tb: TracebackType | None,
     ) -> bool:
         self.cycle.watcher = None
-        if self.gone and self.task is not None:
-            self.task.uncancel()
-            return exc_type is asyncio.CancelledError
-        return False
+        return self._end_block(exc_type)
 
 
 class StageTimer:
