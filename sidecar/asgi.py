@@ -108,8 +108,16 @@ class BlockWatch:
             self.gone = True
             self._task.cancel()
 
-    def _end_block(self, exc_type: type[BaseException] | None) -> bool:
-        """`__exit__`'s answer: whether the block's exception is swallowed."""
+    def _leave(self) -> None:
+        """The block ended: stop watching."""
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool:
+        self._leave()
         if self.gone and self._task is not None:
             # The cancel came while the block was suspended in it, so it surfaced inside
             # the block (also when the awaited result was already there).
@@ -158,18 +166,12 @@ class DisconnectWatch(BlockWatch):
         if self._active:
             self._watcher = asyncio.get_running_loop().create_task(self._watch())
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool:
+    def _leave(self) -> None:
         self._active = False
         if self._timer is not None:
             self._timer.cancel()
         if self._watcher is not None:
             self._watcher.cancel()
-        return self._end_block(exc_type)
 
     async def _watch(self) -> None:
         while (await self._receive())["type"] != "http.disconnect":

@@ -42,7 +42,6 @@ import re
 import urllib.parse
 from collections import deque
 from collections.abc import Awaitable
-from types import TracebackType
 from typing import Any
 
 import httptools
@@ -459,14 +458,8 @@ class Watch(BlockWatch):
     def client_left(self) -> None:
         self._cancel_block()
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool:
+    def _leave(self) -> None:
         self.cycle.watcher = None
-        return self._end_block(exc_type)
 
 
 class StageTimer:
