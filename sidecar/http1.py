@@ -126,19 +126,17 @@ class Head:
     a successful engine answer rarely needs. A plain slotted class: one is made per
     engine response."""
 
-    __slots__ = ("_headers", "_raw", "http10", "reason", "status")
+    __slots__ = ("_headers", "_raw", "reason", "status")
 
     def __init__(
         self,
         status: int,
         reason: str,
         headers: tuple[tuple[str, str], ...] = (),
-        http10: bool = False,
         raw: list[tuple[bytes, bytes]] | None = None,
     ) -> None:
         self.status = status
         self.reason = reason
-        self.http10 = http10
         self._headers: tuple[tuple[str, str], ...] | None = headers if raw is None else None
         self._raw = raw
 
@@ -207,6 +205,7 @@ class Connection(asyncio.BufferedProtocol):
         self._whole = False  # the waiting read wants the whole response (see `wait`)
         self._paused = False
         self._parser: httptools.HttpResponseParser | None = None
+        self._spare: httptools.HttpResponseParser | None = None  # see `expect_nothing`
         self._reusable = True  # no byte arrived that no response explains
         self._start_response()
 
@@ -223,15 +222,23 @@ class Connection(asyncio.BufferedProtocol):
         self._status = b""
         self._headers: list[tuple[bytes, bytes]] = []
         self._parser = None
+        self._spare = None
 
     def expect_nothing(self) -> None:
         """The response was read: bytes arriving now belong to no request (the rest of the
         per-response state is reset by the next `expect`)."""
+        # The parser read a whole kept-alive response (a HEAD's connection is not kept):
+        # it waits for the next one, so it parses that one too.
+        self._spare = self._parser
         self._parser = None
 
     def expect(self, method: str) -> None:
         """A request was written: parse what follows as its response."""
+        spare = self._spare
         self._start_response(method)
+        if spare is not None and method != "HEAD":
+            self._parser = spare
+            return
         parser = self._parser = httptools.HttpResponseParser(self)
         # Bare LF line ends are accepted (RFC 9112 2.2 allows a recipient to).
         parser.set_dangerous_leniencies(lenient_optional_cr_before_lf=True)
@@ -297,11 +304,9 @@ class Connection(asyncio.BufferedProtocol):
 
     # httptools parser callbacks
 
-    def on_message_begin(self) -> None:
+    def on_status(self, status: bytes) -> None:
         if self.complete:
             self._reusable = False  # a second response to one request
-
-    def on_status(self, status: bytes) -> None:
         self._status += status
 
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -324,12 +329,7 @@ class Connection(asyncio.BufferedProtocol):
         if 100 <= status < 200 and status != 101:  # interim: the final response follows
             self._status, self._headers = b"", []
             return
-        self.head = Head(
-            status,
-            self._status.decode("latin-1"),
-            http10=parser.get_http_version() == "1.0",
-            raw=self._headers,
-        )
+        self.head = Head(status, self._status.decode("latin-1"), (), headers)
         self.keep_alive = parser.should_keep_alive()
         if self._method == "HEAD":  # no body follows, whatever the headers say
             self.complete = True

@@ -268,6 +268,31 @@ def test_keep_alive_connection_is_reused_and_connection_close_is_not() -> None:
     assert run(main()) == (1, 2)
 
 
+def test_responses_on_one_connection_parse_apart_around_a_head_request() -> None:
+    """A kept-alive connection parses each response apart (its parser goes on to the next
+    one): chunked then Content-Length bodies, then a HEAD answer whose Content-Length
+    announces no body; that connection is not kept, the next requests go on a new one."""
+    chunked = b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n"
+    head = b"HTTP/1.1 200 OK\r\ncontent-length: 50\r\n\r\n"  # HEAD: no body follows
+    methods = ["GET", "GET", "HEAD", "GET", "GET"]
+
+    async def main() -> tuple[list[bytes], int]:
+        async with Server(lambda r, w, n: asyncio.sleep(0)) as server:
+            server.handler = answer_each(chunked, OK, head, OK, chunked)(server)
+            c = client(server.url)
+            bodies = []
+            for method in methods:
+                response = await c.request(method, "/")
+                bodies.append(await response.read())
+                await response.aclose()
+            await c.aclose()
+            return bodies, server.connections
+
+    bodies, connections = run(main())
+    assert bodies == [b"abc", b"hello", b"", b"abc", b"hello"]
+    assert connections == 2  # a HEAD answer's connection is not kept (its body is unknown)
+
+
 def test_stale_pooled_connection_is_retried_once_on_a_new_connection() -> None:
     async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, n: int) -> None:
         if n == 1:  # answers one request, then drops the connection when the next arrives
