@@ -119,6 +119,7 @@ class Sidecar:
         started = time.perf_counter()
         route: str | None = None
         stream = False
+        responded = False
         try:
             try:
                 raw = await exchange.read_body(self.config.max_body_bytes)
@@ -166,6 +167,7 @@ class Sidecar:
                 )
                 elapsed = time.perf_counter() - started
                 await exchange.respond_json(200, body, [(ROUTE_HEADER_BYTES, route.encode())])
+                responded = True
                 # Bookkeeping after the response left: it is not the client's wait.
                 if event.usage is not None:
                     metrics.tokens(event.usage.prompt_tokens, event.usage.completion_tokens)
@@ -182,6 +184,8 @@ class Sidecar:
                 return
             except Exception:
                 log.exception("unexpected error serving a chat completion")
+                if responded:  # the client has its answer: never a second response
+                    return
                 error = INTERNAL_ERROR
             metrics.done(error.status, time.perf_counter() - started, stream, error.code)
             headers = [(ROUTE_HEADER_BYTES, route.encode())] if route else []

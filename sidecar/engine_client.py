@@ -18,6 +18,11 @@ from sidecar.sse import DONE, SSEDecoder
 log = logging.getLogger("sidecar.engine")
 _JSON = (("content-type", "application/json"),)
 _ERROR_BODY_LIMIT = 65536  # bytes of an engine's error answer read for its message
+# The largest engine response body (non-streamed) and the longest SSE line (streamed) read:
+# far past any generation's text (a 1M-token answer is a few MB of JSON), and a bound on the
+# memory a broken or hostile engine can take.
+MAX_RESPONSE_BYTES = 64 * 2**20
+_BOM = b"\xef\xbb\xbf"
 
 
 class Body(Protocol):
@@ -54,10 +59,17 @@ def _printable(text: str) -> str:
 class EngineStream:
     """An open streamed engine response; iterate it for events, always `aclose()` it."""
 
-    def __init__(self, response: Body, adapter: EngineAdapter, timeout: float):
+    def __init__(
+        self,
+        response: Body,
+        adapter: EngineAdapter,
+        timeout: float,
+        max_line: int = MAX_RESPONSE_BYTES,
+    ):
         self._response = response
         self._decoder = adapter.decoder()
         self._timeout = timeout
+        self._max_line = max_line
 
     async def batches(self) -> AsyncIterator[list[EngineEvent]]:
         """Events grouped by network read: whatever arrived together is relayed together
@@ -67,6 +79,8 @@ class EngineStream:
         # The unterminated line so far, in the pieces it arrived in: joined once its newline
         # arrives (concatenating on every read made one long line quadratic to read).
         pending: list[bytes] = []
+        pending_size = 0
+        first = True  # the stream's first line: a UTF-8 BOM before it is dropped (SSE rules)
         batch: list[EngineEvent] = []
 
         def take(data: str | None) -> bool:
@@ -82,9 +96,13 @@ class EngineStream:
             return False
 
         try:
+            done = False
             async for raw in self._response.aiter_bytes():
                 if b"\n" not in raw:
                     pending.append(raw)
+                    pending_size += len(raw)
+                    if pending_size > self._max_line:
+                        raise malformed(f"an event line longer than {self._max_line} bytes")
                     continue
                 # A newline byte never occurs inside a UTF-8 sequence: split bytes, then decode.
                 if pending:  # the long line is joined once, not split again
@@ -93,8 +111,12 @@ class EngineStream:
                     lines = [b"".join(pending), *raw[newline + 1 :].split(b"\n")]
                 else:
                     lines = raw.split(b"\n")
-                pending = [lines.pop()]
-                done = False
+                if first:
+                    first = False
+                    if lines[0].startswith(_BOM):
+                        lines[0] = lines[0][len(_BOM) :]
+                last = lines.pop()
+                pending, pending_size = [last], len(last)
                 for line in lines:
                     done = take(_sse_line(sse, line))
                     if done:
@@ -103,11 +125,14 @@ class EngineStream:
                     yield batch
                     batch = []
                 if done:
-                    return
-            last = b"".join(pending)
-            if last:
-                take(_sse_line(sse, last))
-            take(sse.flush())
+                    break
+            if not done:
+                last = b"".join(pending)
+                if first and last.startswith(_BOM):
+                    last = last[len(_BOM) :]
+                if last:
+                    take(_sse_line(sse, last))
+                take(sse.flush())
         except EngineError:
             if batch:  # events decoded before the bad one are delivered, then the error
                 yield batch
@@ -119,6 +144,8 @@ class EngineStream:
         if batch:
             yield batch
         if not finished:
+            if done:  # `[DONE]` with no finish reason before it: as a complete response's
+                raise malformed("the stream ended with no finish reason")
             raise EngineError(
                 502, "engine closed the stream before finishing", "engine_stream_closed"
             )
@@ -194,10 +221,13 @@ class EngineClient:
         *,
         api_key: str | None = None,
         ca_bundle: str | None = None,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
     ) -> None:
         """`api_key`: sent as `Authorization: Bearer` (an engine started with `--api-key`);
-        `ca_bundle`: the CA certificates trusted for an https engine."""
+        `ca_bundle`: the CA certificates trusted for an https engine; `max_response_bytes`:
+        the largest response body and SSE line read (past it: a malformed response)."""
         self.base_url = base_url.rstrip("/")
+        self.max_response_bytes = max_response_bytes
         self.adapter = adapter
         self.timeouts = timeouts
         https = self.base_url.startswith("https://")
@@ -290,7 +320,7 @@ class EngineClient:
         """Send a streamed request; raises `EngineError` before anything is streamed.
         `meanwhile` runs once the request is written, while the engine works."""
         response = await self._send(request, meanwhile)
-        return EngineStream(response, self.adapter, self.timeouts.read)
+        return EngineStream(response, self.adapter, self.timeouts.read, self.max_response_bytes)
 
     async def complete(
         self, request: EngineRequest, meanwhile: Callable[[], object] | None = None
@@ -298,7 +328,7 @@ class EngineClient:
         """The whole response to a non-streamed request (`meanwhile` as for `open_stream`)."""
         response = await self._send(request, meanwhile, whole=True)
         try:
-            raw = await response.read()
+            raw = await response.read(self.max_response_bytes)
         except http1.HTTPError as exc:
             raise _transport_failure(
                 exc, self.timeouts.read, "engine closed the connection"

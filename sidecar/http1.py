@@ -304,9 +304,13 @@ class Connection(asyncio.BufferedProtocol):
 
     # httptools parser callbacks
 
-    def on_status(self, status: bytes) -> None:
+    def on_message_begin(self) -> None:
         if self.complete:
-            self._reusable = False  # a second response to one request
+            # Bytes after the response's end in the same read (a second response, or only
+            # its first bytes): they belong to no request, so the connection is not reused.
+            self._reusable = False
+
+    def on_status(self, status: bytes) -> None:
         self._status += status
 
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -388,12 +392,14 @@ class Connection(asyncio.BufferedProtocol):
 
     def usable(self, now: float) -> bool:
         """Idle connection still worth reusing: open on both sides, nothing unexplained
-        received, not expired."""
+        received, the last request written out whole (a server may answer before reading a
+        body: the next request would queue behind the rest of it), not expired."""
         return (
             not self.eof
             and self._reusable
             and self.transport is not None
             and not self.transport.is_closing()
+            and not self.transport.get_write_buffer_size()
             and now - self.idle_since < KEEPALIVE_EXPIRY
         )
 
@@ -424,13 +430,19 @@ class Response:
                 self._ready = conn.take_body()
             self._finish()
 
-    async def read(self) -> bytes:
-        """The whole (remaining) body."""
+    async def read(self, limit: int | None = None) -> bytes:
+        """The whole (remaining) body; `ProtocolError` once it is over `limit` bytes (the
+        connection is then not reused: the caller closes the response)."""
         parts = [self._ready]
+        size = len(self._ready)
         self._ready = b""
-        while not self._done:
-            parts.append(await self._next())
-        return parts[0] if len(parts) == 1 else b"".join(parts)
+        while limit is None or size <= limit:
+            if self._done:
+                return parts[0] if len(parts) == 1 else b"".join(parts)
+            part = await self._next()
+            parts.append(part)
+            size += len(part)
+        raise ProtocolError(f"response body larger than {limit} bytes")
 
     async def aiter_bytes(self) -> AsyncIterator[bytes]:
         """Body bytes as they arrive (framing removed)."""

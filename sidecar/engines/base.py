@@ -90,13 +90,26 @@ def _stop_reason(value: Any) -> str | int | None:
     return None
 
 
+_MAX_COUNT = 2**63 - 1  # a token count past int64 is no count an engine can have made
+
+
+def _count(value: Any) -> bool:
+    return type(value) is int and 0 <= value <= _MAX_COUNT
+
+
+def usage_of(prompt: Any, completion: Any) -> Usage | None:
+    """The engine's token counts, if both are counts (non-negative integers within int64);
+    anything else is treated as no usage reported: the text is still the client's, and the
+    token counters never take a negative, boolean or unbounded value."""
+    if _count(prompt) and _count(completion):
+        return Usage(prompt, completion)
+    return None
+
+
 def usage_from_openai(usage: Any) -> Usage | None:
     if not isinstance(usage, Mapping):
         return None
-    prompt, completion = usage.get("prompt_tokens"), usage.get("completion_tokens")
-    if not isinstance(prompt, int) or not isinstance(completion, int):
-        return None
-    return Usage(prompt, completion)
+    return usage_of(usage.get("prompt_tokens"), usage.get("completion_tokens"))
 
 
 class CompletionsDecoder(StreamDecoder):

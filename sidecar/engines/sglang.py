@@ -11,9 +11,9 @@ from sidecar.engines.base import (
     EngineEvent,
     EngineRequest,
     StreamDecoder,
-    Usage,
     malformed,
     sampling_fields,
+    usage_of,
 )
 from sidecar.errors import EngineError
 
@@ -78,9 +78,8 @@ class SGLangDecoder(StreamDecoder):
         delta = self._delta(text)
         self.events += 1
         usage = None
-        prompt, completion = meta.get("prompt_tokens"), meta.get("completion_tokens")
-        if finish is not None and isinstance(prompt, int) and isinstance(completion, int):
-            usage = Usage(prompt, completion)
+        if finish is not None:
+            usage = usage_of(meta.get("prompt_tokens"), meta.get("completion_tokens"))
         return EngineEvent(text=delta, finish_reason=finish, stop_reason=matched, usage=usage)
 
     def _delta(self, text: str) -> str:

@@ -1,9 +1,12 @@
 """Engine faults through the sidecar, each from a real loopback socket server misbehaving
 that way: an endless response head, JSON nested past any stack, text with a lone surrogate,
-an engine 429 with Retry-After, and one very long SSE line.
+an engine 429 with Retry-After, one very long SSE line, bodies and lines over the read
+limit, token counts that are no counts, a stream ending without a finish reason, a BOM,
+and kept-alive connections left unfit for the next request.
 
 The server reads each request and answers the bytes of the fault named in the prompt
-(`[[fault:NAME]]`), streamed or not as the request asked.
+(`[[fault:NAME]]`), streamed or not as the request asked; answers without
+`connection: close` keep the connection for the next request.
 """
 
 from __future__ import annotations
@@ -46,9 +49,27 @@ def _response(body: bytes, status: str = "200 OK", extra: bytes = b"") -> bytes:
     )  # fmt: skip
 
 
-def _sse(*events: bytes) -> bytes:
+def _sse(*events: bytes, prefix: bytes = b"") -> bytes:
     body = b"".join(b"data: " + e + b"\n\n" for e in events) + b"data: [DONE]\n\n"
-    return b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n" + body
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
+    return head + prefix + body
+
+
+def _kept(body: bytes) -> bytes:
+    """A complete keep-alive answer (the connection serves the next request)."""
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: %d\r\n\r\n"
+    return head % len(body) + body
+
+
+def _chunked_head(content_type: bytes) -> bytes:
+    return (
+        b"HTTP/1.1 200 OK\r\ncontent-type: " + content_type
+        + b"\r\ntransfer-encoding: chunked\r\nconnection: close\r\n\r\n"
+    )  # fmt: skip
+
+
+OVER_LIMIT = 65 * 2**20  # past the engine client's 64 MiB read limit
+BAD_COUNTS = (-3, True, 10**400, 1.5)
 
 
 DEEP = b'{"choices":[{"text":' + b"[" * 100_000 + b"]" * 100_000 + b"}]}"
@@ -74,6 +95,30 @@ def _reply(fault: str, stream: bool) -> bytes:
     if fault == "long":
         long_event = json.dumps(_chunk(LONG_TEXT)).encode()
         return _sse(long_event, json.dumps(_chunk("", "stop")).encode())
+    if fault.startswith("usage"):  # usage0 .. usage3: one of BAD_COUNTS as prompt_tokens
+        usage = {"prompt_tokens": BAD_COUNTS[int(fault[5:])], "completion_tokens": 2}
+        if stream:
+            usage_chunk = {"choices": [], "usage": usage}
+            return _sse(
+                GOOD, json.dumps(_chunk("", "stop")).encode(), json.dumps(usage_chunk).encode()
+            )
+        return _kept(json.dumps({**_chunk("ok ", "stop"), "usage": usage}).encode())
+    if fault == "good":
+        return _kept(json.dumps(_chunk("ok ", "stop")).encode())
+    if fault == "trailing":  # a complete answer, then the start of a status line
+        return _kept(json.dumps(_chunk("ok ", "stop")).encode()) + b"HTTP/1.1 2"
+    if fault == "nofinish":  # events, then [DONE], and no finish reason in any
+        return _sse(GOOD, GOOD)
+    if fault == "bom":
+        return _sse(GOOD, json.dumps(_chunk("", "stop")).encode(), prefix=b"\xef\xbb\xbf")
+    if fault == "bigbody":  # a JSON body that never ends within the limit
+        piece = b"%x\r\n%s\r\n" % (2**20, b" " * 2**20)
+        return _chunked_head(b"application/json") + b"".join([piece] * (OVER_LIMIT // 2**20))
+    if fault == "bigline":  # one event line that never ends within the limit
+        piece = b"%x\r\n%s\r\n" % (2**20, b"x" * 2**20)
+        first = b"%x\r\n%s\r\n" % (len(b"data: " + GOOD + b"\n\n"), b"data: " + GOOD + b"\n\n")
+        data = b"".join([piece] * (OVER_LIMIT // 2**20))
+        return _chunked_head(b"text/event-stream") + first + data
     raise AssertionError(fault)
 
 
@@ -97,30 +142,42 @@ class MisbehavingEngine:
     def _serve(self, conn: socket.socket) -> None:
         with conn:
             data = b""
-            while b"\r\n\r\n" not in data:
-                piece = conn.recv(65536)
-                if not piece:
+            while True:  # one request after another while the answers keep the connection
+                while b"\r\n\r\n" not in data:
+                    piece = conn.recv(65536)
+                    if not piece:
+                        return
+                    data += piece
+                head, _, body = data.partition(b"\r\n\r\n")
+                length = next(
+                    int(line.split(b":")[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                )
+                while b"[[fault:" not in body or b"]]" not in body.split(b"[[fault:", 1)[1]:
+                    body += conn.recv(65536)
+                fault = body.split(b"[[fault:")[1].split(b"]]")[0].decode()
+                if fault == "early":
+                    # Answers at once without reading the rest of the (large) body, keeping
+                    # the connection; it reads nothing more, so what is unsent stays unsent.
+                    conn.sendall(b"HTTP/1.1 413 Payload Too Large\r\ncontent-length: 0\r\n\r\n")
+                    time.sleep(20)
                     return
-                data += piece
-            head, _, body = data.partition(b"\r\n\r\n")
-            length = next(
-                int(line.split(b":")[1])
-                for line in head.split(b"\r\n")
-                if line.lower().startswith(b"content-length:")
-            )
-            while len(body) < length:
-                body += conn.recv(65536)
-            request = json.loads(body)
-            fault = request["prompt"].split("[[fault:")[1].split("]]")[0]
-            reply = _reply(fault, bool(request.get("stream")))
-            try:
-                conn.sendall(reply)
-                if fault in ("bighead", "hugeerror"):  # hold it until the sidecar closes it
-                    conn.settimeout(30)
-                    while conn.recv(65536):
-                        pass
-            except OSError:
-                pass
+                while len(body) < length:
+                    body += conn.recv(65536)
+                body, data = body[:length], body[length:]
+                request = json.loads(body)
+                reply = _reply(fault, bool(request.get("stream")))
+                try:
+                    conn.sendall(reply)
+                    if fault in ("bighead", "hugeerror"):  # hold it until the sidecar closes it
+                        conn.settimeout(30)
+                        while conn.recv(65536):
+                            pass
+                except OSError:
+                    return
+                if b"connection: close" in reply[: reply.index(b"\r\n\r\n")]:
+                    return
 
     def stop(self) -> None:
         self.stopped = True
@@ -131,7 +188,12 @@ class MisbehavingEngine:
 def sidecar_url() -> Iterator[str]:
     engine = MisbehavingEngine()
     config = SidecarConfig(
-        "vllm", engine.url, "m", load_settings({}), timeouts=Timeouts(read=30, connect=2)
+        "vllm",
+        engine.url,
+        "m",
+        load_settings({}),
+        timeouts=Timeouts(read=30, connect=2),
+        max_body_bytes=64 * 2**20,  # room for a request body the engine leaves unread
     )
     app = build_app(config, VLLMAdapter(), ChatTemplate.builtin(None, None))
     server = serve_in_thread(app, **server_options())
@@ -220,3 +282,102 @@ def test_a_huge_engine_error_body_is_not_waited_for(sidecar_url: str) -> None:
     error, elapsed = _timed(call)
     assert error.status_code == 502 and elapsed < 5  # the engine timeout is 30 s
     assert isinstance(error.body, dict) and error.body["code"] == "engine_error"
+
+
+def test_an_engine_body_over_the_read_limit_is_a_502(sidecar_url: str) -> None:
+    with pytest.raises(openai.APIStatusError) as info:
+        _client(sidecar_url).chat.completions.create(model="m", messages=_messages("bigbody"))
+    assert info.value.status_code == 502
+    assert isinstance(info.value.body, dict) and info.value.body["code"] == "engine_protocol_error"
+    assert "larger than 67108864 bytes" in info.value.message
+
+
+def test_an_event_line_over_the_read_limit_is_an_in_band_protocol_error(sidecar_url: str) -> None:
+    text = ""
+    with pytest.raises(openai.APIError) as info:
+        for chunk in _client(sidecar_url).chat.completions.create(
+            model="m", messages=_messages("bigline"), stream=True
+        ):
+            if chunk.choices:
+                text += chunk.choices[0].delta.content or ""
+    assert text == "ok "
+    assert isinstance(info.value.body, dict)
+    assert info.value.body["code"] == "engine_protocol_error"
+    assert "longer than 67108864 bytes" in info.value.message
+
+
+@pytest.mark.parametrize("index", range(len(BAD_COUNTS)), ids=[repr(c)[:8] for c in BAD_COUNTS])
+def test_token_counts_that_are_no_counts_are_no_usage(sidecar_url: str, index: int) -> None:
+    client = _client(sidecar_url)
+    before = httpx.get(f"{sidecar_url}/metrics").text
+    completion = client.chat.completions.create(model="m", messages=_messages(f"usage{index}"))
+    assert completion.choices[0].message.content == "ok "
+    assert completion.usage is None
+    chunks = list(
+        client.chat.completions.create(
+            model="m",
+            messages=_messages(f"usage{index}"),
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+    )
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "ok "
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    assert all(c.usage is None for c in chunks)
+    # The counters did not move, and the kept-alive connection serves the next request.
+    assert _token_counts(httpx.get(f"{sidecar_url}/metrics").text) == _token_counts(before)
+    again = client.chat.completions.create(model="m", messages=_messages("good"))
+    assert again.choices[0].message.content == "ok "
+
+
+def _token_counts(metrics: str) -> list[str]:
+    return [
+        line
+        for line in metrics.splitlines()
+        if line.startswith(("sidecar_prompt_tokens_total", "sidecar_completion_tokens_total"))
+    ]
+
+
+def test_bytes_after_a_response_keep_its_connection_from_the_pool(sidecar_url: str) -> None:
+    client = _client(sidecar_url)
+    first = client.chat.completions.create(model="m", messages=_messages("trailing"))
+    assert first.choices[0].message.content == "ok "
+    # Reused, the connection would parse "HTTP/1.1 2" + the next answer: a 502.
+    for _ in range(3):
+        again = client.chat.completions.create(model="m", messages=_messages("good"))
+        assert again.choices[0].message.content == "ok "
+
+
+def test_a_connection_with_its_request_unsent_is_not_reused(sidecar_url: str) -> None:
+    client = _client(sidecar_url)
+    big = _messages("early")
+    big[0]["content"] += "x" * (40 * 2**20)  # more than the socket buffers hold
+    with pytest.raises(openai.BadRequestError) as info:
+        client.chat.completions.create(model="m", messages=big)
+    assert isinstance(info.value.body, dict) and info.value.body["code"] == "engine_rejected"
+    # Reused, the next request would wait behind the unsent 40 MB until the 30 s timeout.
+    again, elapsed = _timed(
+        lambda: client.chat.completions.create(model="m", messages=_messages("good"))
+    )
+    assert again.choices[0].message.content == "ok " and elapsed < 5
+
+
+def test_a_stream_that_ends_with_no_finish_reason_is_a_protocol_error(sidecar_url: str) -> None:
+    text = ""
+    with pytest.raises(openai.APIError) as info:
+        for chunk in _client(sidecar_url).chat.completions.create(
+            model="m", messages=_messages("nofinish"), stream=True
+        ):
+            if chunk.choices:
+                text += chunk.choices[0].delta.content or ""
+    assert text == "ok ok "  # delivered, then the failure: as the non-streamed answer's 502
+    assert isinstance(info.value.body, dict)
+    assert info.value.body["code"] == "engine_protocol_error"
+    assert "no finish reason" in info.value.message
+
+
+def test_a_bom_before_the_first_event_is_dropped(sidecar_url: str) -> None:
+    chunks = _client(sidecar_url).chat.completions.create(
+        model="m", messages=_messages("bom"), stream=True
+    )
+    assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "ok "
