@@ -28,8 +28,11 @@ protocol does for the sidecar, more cheaply per request:
 It relies on uvicorn's documented `http=<protocol class>` hook and on what uvicorn's server
 hands a protocol (`ServerState.connections`, `.tasks`, `.default_headers`,
 `.total_requests`, `shutdown()`); `tests/sidecar/test_front.py` guards them.
-WebSocket upgrades are not served (the sidecar has no WebSocket route): such a request is
-answered as plain HTTP and the connection closed after it.
+Upgrades are not served (the sidecar has no WebSocket or h2c route): an `Upgrade` header is
+ignored, as RFC 9110 lets a server do, so the request (with its body) is served as plain
+HTTP/1.1 and the connection goes on; a CONNECT request is answered and the connection
+closed. Chunked trailer fields are read and dropped (never request headers), and the
+framing read between body bytes (trailers, chunk lines) is bounded like a head.
 """
 
 from __future__ import annotations
@@ -73,7 +76,8 @@ def _status_line(status: int) -> bytes:
 
 _STATUS_LINES = {status: _status_line(status) for status in range(100, 600)}
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
-_FRAMING = frozenset((b"content-length", b"transfer-encoding", b"expect"))  # headers noted
+# Headers noted as they are parsed.
+_FRAMING = frozenset((b"content-length", b"transfer-encoding", b"expect", b"upgrade"))
 _JSON_HEAD = b"content-type: application/json\r\ncontent-length: %d\r\n"
 _500 = (
     b"HTTP/1.1 500 Internal Server Error\r\ncontent-type: text/plain; charset=utf-8\r\n"
@@ -548,6 +552,10 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         self.url = b""
         self.headers: list[tuple[bytes, bytes]] = []
         self.expect = False
+        self._upgrade_asked = False  # the head has an `upgrade` header
+        self._upgrading = False  # httptools takes the request as an upgrade (see `_upgrade`)
+        self._body_seen = False  # a feed gave body bytes
+        self._framing = 0  # bytes fed since the last body bytes, while a body is awaited
         self._small_body = True  # the head read so far allows reading the body first
         self._head_bytes = 0
         self._unreported = 0  # bytes of the head httptools holds, not yet given as callbacks
@@ -596,10 +604,13 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         self._idle.clear()
         if self.stage == "head":
             self._unreported += len(data)
+        elif self.stage == "body":
+            self._body_seen = False
         try:
             self.parser.feed_data(data)
-        except httptools.HttpParserUpgrade:
-            self._upgrade()
+        except httptools.HttpParserUpgrade as exc:
+            self._upgrade(data[exc.args[0] :])
+            return
         except httptools.HttpParserError as exc:
             if isinstance(exc.__context__, _HeadTooLarge):
                 self._fail(self._too_large())
@@ -611,7 +622,17 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         if stage != "idle":
             if stage == "head" and self._head_bytes + self._unreported > self.max_head_bytes:
                 self._fail(self._too_large())
-            elif self._timer_stage != stage:
+                return
+            if stage == "body" and not self._body_seen:
+                # Bytes that were no body bytes (chunk lines, trailers): bounded like a head,
+                # whose limit they would otherwise escape.
+                self._framing += len(data)
+                if self._framing > self.max_head_bytes:
+                    self._fail(self._too_large("chunk framing and trailer fields exceed"))
+                    return
+            elif stage == "body":
+                self._framing = 0
+            if self._timer_stage != stage:
                 self._arm(stage, self.head_timeout if stage == "head" else self.body_timeout)
 
     def default_head(self) -> bytes:
@@ -652,6 +673,7 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         self.url = b""
         self.headers = []
         self.expect = False
+        self._upgrade_asked = False
         self._small_body = True
         self._head_bytes = self._unreported = 0
         self.stage = "head"
@@ -662,6 +684,8 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         self._unreported = 0
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        if self.stage == "body":  # a chunked body's trailer field: read, not used
+            return
         name = name.lower()
         if name in _FRAMING:
             if name == b"content-length":
@@ -672,6 +696,8 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
                 )
             elif name == b"transfer-encoding":
                 self._small_body = False
+            elif name == b"upgrade":
+                self._upgrade_asked = True
             elif value.lower() == b"100-continue":  # expect
                 self.expect = True
         self.headers.append((name, value))
@@ -703,6 +729,11 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
             self.expect,
         )
         self.stage = "body"
+        self._framing = 0
+        if self._upgrade_asked and parser.should_upgrade():
+            # httptools ends this request at its head and hands the rest over as another
+            # protocol's bytes: `_upgrade` serves them as its body instead.
+            self._upgrading = True
         if self.active is None:
             if self.expect or not self._small_body:
                 self._run(cycle)
@@ -715,6 +746,7 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
             self.pause_reading()
 
     def on_body(self, body: bytes) -> None:
+        self._body_seen = True
         cycle = self.cycle
         if cycle is None or cycle.complete or cycle.disconnected:
             return
@@ -726,6 +758,8 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
             cycle.wake()
 
     def on_message_complete(self) -> None:
+        if self._upgrading:  # not the end: the body follows (see `_upgrade`)
+            return
         self.stage = "idle"
         if self._timer_stage:
             self._disarm()
@@ -781,34 +815,73 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
 
     def _fail(self, response: bytes) -> None:
         """Answer a bad request (after the requests before it) and close."""
+        cycle = self.cycle
+        broken_body = self.stage == "body" and cycle is not None and cycle.more_body
         self.failed = True
         self.stage = "idle"
         self._disarm()
         self.pause_reading()
+        if broken_body and cycle is not None:
+            # The request's body can never end (bad chunk framing): it is the bad request.
+            if cycle is self.active:
+                # Its app waits (or would wait) for the body: answered now, as uvicorn
+                # does, and the app sees the client gone.
+                if not cycle.started:
+                    self.transport.write(response)
+                cycle.gone()
+                self._wake_or_start(cycle)
+                self.transport.close()
+                return
+            self.pipeline.remove(cycle)  # waiting its turn: the error answers it instead
         if self.active is None:
             self.transport.write(response)
             self.transport.close()
         else:
             self.pipeline.append(response)
 
-    def _too_large(self) -> bytes:
-        limit = self.max_head_bytes
-        _error_log.warning("Request head over %d bytes refused.", limit)
-        message = f"request head (request line and headers) exceeds {limit} bytes"
+    def _too_large(self, what: str = "request head (request line and headers) exceeds") -> bytes:
+        message = f"{what} {self.max_head_bytes} bytes"
+        _error_log.warning("Refused: %s.", message)
         return error_response(431, message, "request_header_fields_too_large")
 
-    def _upgrade(self) -> None:
-        """An upgrade request (WebSocket): answered as plain HTTP, then the connection closes
-        (the bytes after its head belong to the other protocol)."""
-        _error_log.warning("Unsupported upgrade request.")
-        self.failed = True
-        self.stage = "idle"
-        self._disarm()
+    def _upgrade(self, rest: bytes | memoryview) -> None:
+        """httptools took the request as an upgrade (`Connection: upgrade` with `Upgrade`,
+        a WebSocket or h2c request: curl's `--http2` sends one) and stopped at its head.
+        The upgrade is ignored (RFC 9110 7.8): a new parser reads the request's body, if its
+        head declared one, and the requests after it. A CONNECT request's bytes after its
+        head are a tunnel's: it is answered, then the connection closes."""
+        self._upgrading = False
         cycle = self.cycle
-        if cycle is not None and not cycle.complete:
-            cycle.keep_alive = False
-            cycle.more_body = False
-            self._wake_or_start(cycle)
+        if cycle is None or cycle.method == "CONNECT":
+            _error_log.warning("Unsupported upgrade request.")
+            self.failed = True
+            self.stage = "idle"
+            self._disarm()
+            if cycle is not None and not cycle.complete:
+                cycle.keep_alive = False
+                cycle.more_body = False
+                self._wake_or_start(cycle)
+            return
+        length = header_value(cycle.headers, b"content-length")
+        chunked = header_value(cycle.headers, b"transfer-encoding") is not None
+        if chunked or (length is not None and length.strip() not in (b"", b"0")):
+            # The new parser is given the body's framing in a head of its own; that head's
+            # callbacks are not this request's (`_BodyFirst`).
+            framing = (
+                b"transfer-encoding: chunked"
+                if chunked
+                else b"content-length: %b" % (length or b"")
+            )
+            body_first = _BodyFirst(self)
+            self.parser = httptools.HttpRequestParser(body_first)
+            self.parser.set_dangerous_leniencies(lenient_data_after_close=True)
+            self.parser.feed_data(b"POST / HTTP/1.1\r\n" + framing + b"\r\n\r\n")
+            body_first.ours = False
+        else:
+            self.parser = httptools.HttpRequestParser(self)
+            self.parser.set_dangerous_leniencies(lenient_data_after_close=True)
+            self.on_message_complete()  # no body: the request is whole
+        self.data_received(bytes(rest))  # also when empty: the body's timer is set there
 
     def shutdown(self) -> None:
         """uvicorn's graceful shutdown: close when idle, else after the last request."""
@@ -846,6 +919,38 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
             cycle.gone()
             self._wake_or_start(cycle)
         transport.close()
+
+
+class _BodyFirst:
+    """The callbacks of a parser that reads an upgrade request's body (see
+    `LeanProtocol._upgrade`): the head it is fed first is its own, after that every callback
+    is the connection's."""
+
+    def __init__(self, conn: LeanProtocol) -> None:
+        self.conn = conn
+        self.ours = True  # the parser is on the head made for it
+
+    def on_message_begin(self) -> None:
+        if not self.ours:
+            self.conn.on_message_begin()
+
+    def on_url(self, url: bytes) -> None:
+        if not self.ours:
+            self.conn.on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if not self.ours:
+            self.conn.on_header(name, value)
+
+    def on_headers_complete(self) -> None:
+        if not self.ours:
+            self.conn.on_headers_complete()
+
+    def on_body(self, body: bytes) -> None:
+        self.conn.on_body(body)
+
+    def on_message_complete(self) -> None:
+        self.conn.on_message_complete()
 
 
 def _address(info: Any) -> tuple[str, int] | None:

@@ -16,7 +16,7 @@ from typing import Any
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from sidecar.config import DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT
-from sidecar.front import LeanProtocol, StageTimer, timeout_response
+from sidecar.front import MAX_HEAD_BYTES, LeanProtocol, StageTimer, error_response, timeout_response
 
 
 class TimeoutsProtocol(StageTimer, HttpToolsProtocol):
@@ -40,6 +40,9 @@ class TimeoutsProtocol(StageTimer, HttpToolsProtocol):
         return type(cls.__name__, (cls,), {"head_timeout": head, "body_timeout": body})
 
     _stage = "idle"  # idle | head | body: which part of a request is still awaited
+    _body_seen = False  # a feed gave body bytes
+    _framing = 0  # bytes fed since the last body bytes, while a body is awaited
+    _upgraded = False  # an upgrade request was read: nothing after it is parsed
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -50,12 +53,42 @@ class TimeoutsProtocol(StageTimer, HttpToolsProtocol):
         super().connection_lost(exc)
 
     def data_received(self, data: bytes) -> None:
+        if self._upgraded:
+            return
         if self._timer_stage == "idle":
             self._disarm()
+        self._body_seen = False
         super().data_received(data)
         stage = self._stage
+        if stage == "body":
+            # Bytes that were no body bytes (chunk lines, trailers) are bounded like the
+            # lean front's head; uvicorn keeps every trailer field.
+            self._framing = 0 if self._body_seen else self._framing + len(data)
+            if self._framing > MAX_HEAD_BYTES and not self.transport.is_closing():
+                message = f"chunk framing and trailer fields exceed {MAX_HEAD_BYTES} bytes"
+                self.transport.write(
+                    error_response(431, message, "request_header_fields_too_large")
+                )
+                self.transport.close()
+                return
         if stage != "idle" and self._timer_stage != stage:
             self._arm(stage, self.head_timeout if stage == "head" else self.body_timeout)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if self._stage != "body":  # a chunked body's trailer field is not a request header
+            super().on_header(name, value)
+
+    def on_body(self, body: bytes) -> None:
+        self._body_seen = True
+        super().on_body(body)
+
+    def _unsupported_upgrade_warning(self) -> None:
+        # uvicorn serves the request without the body httptools skipped and would parse the
+        # bytes after it as further requests: answered, then the connection closes.
+        super()._unsupported_upgrade_warning()
+        self._upgraded = True
+        if self.cycle is not None:
+            self.cycle.keep_alive = False
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
@@ -64,6 +97,7 @@ class TimeoutsProtocol(StageTimer, HttpToolsProtocol):
     def on_headers_complete(self) -> None:
         super().on_headers_complete()
         self._stage = "body"
+        self._framing = 0
 
     def on_message_complete(self) -> None:
         super().on_message_complete()

@@ -393,7 +393,8 @@ def test_graceful_shutdown_finishes_the_request_in_flight(served: Any) -> None:
         _connect(port).close()  # no longer listening
 
 
-def test_an_upgrade_request_is_answered_as_plain_http_then_closed(served: Any) -> None:
+def test_an_upgrade_request_is_answered_as_plain_http(served: Any) -> None:
+    """The lean front ignores the upgrade and goes on; uvicorn's answers, then closes."""
     front, port, _, _ = served
     with _connect(port) as sock:
         sock.sendall(b"GET /ws HTTP/1.1\r\nhost: x\r\nconnection: upgrade\r\n"
@@ -401,7 +402,89 @@ def test_an_upgrade_request_is_answered_as_plain_http_then_closed(served: Any) -
         ((status, _, body),) = _responses(sock, 1)
         assert status.startswith(b"HTTP/1.1 200") and json.loads(body)["path"] == "/ws"
         if front == "lean":
+            sock.sendall(b"GET /next HTTP/1.1\r\nhost: x\r\n\r\n")
+            ((status, _, body),) = _responses(sock, 1)
+            assert status.startswith(b"HTTP/1.1 200") and json.loads(body)["path"] == "/next"
+        else:
             assert _closed(sock)
+
+
+UPGRADE = b"connection: Upgrade, HTTP2-Settings\r\nupgrade: h2c\r\nhttp2-settings: AAMAAABk\r\n"
+SMUGGLED = b"GET /smuggled HTTP/1.1\r\nhost: x\r\n\r\n"
+
+
+@pytest.mark.parametrize("split", [False, True], ids=["one-write", "body-later"])
+def test_an_upgrade_requests_body_is_its_body_never_a_request(served: Any, split: bool) -> None:
+    """`curl --http2` on a plain port: the body is read as the request's (lean front), or
+    the connection ends after the answer (uvicorn's); the body is never parsed as a request."""
+    front, port, _, _ = served
+    with _connect(port) as sock:
+        head, body = _post("/up", SMUGGLED, UPGRADE).split(b"\r\n\r\n", 1)
+        sock.sendall(head + b"\r\n\r\n" + (b"" if split else body))
+        if split:
+            time.sleep(0.2)
+            sock.sendall(body)
+        ((status, _, answer),) = _responses(sock, 1)
+        assert status.startswith(b"HTTP/1.1 200")
+        if front == "lean":
+            assert json.loads(answer)["body"] == SMUGGLED.decode()
+            chunked = (b"POST /up2 HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n"
+                       + UPGRADE + b"\r\n5\r\nhello\r\n0\r\n\r\n")  # fmt: skip
+            sock.sendall(chunked + b"GET /after HTTP/1.1\r\nhost: x\r\n\r\n")
+            (_, _, first), (_, _, second) = _responses(sock, 2)
+            assert json.loads(first)["body"] == "hello"
+            assert json.loads(second)["path"] == "/after"
+        else:
+            assert _closed(sock)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [b"zz\r\n", b"5\r\nhelloXX", b"-5\r\n", b"ffffffffffffffffffff\r\n", b"5\r\nhello\r\nq\r\n"],
+    ids=["not-hex", "no-crlf", "negative", "overflow", "after-a-good-one"],
+)
+@pytest.mark.parametrize(
+    "first", [b"", b"GET /ok HTTP/1.1\r\nhost: x\r\n\r\n"], ids=["alone", "pipelined"]
+)
+def test_bad_chunk_framing_is_a_prompt_400_and_closes(
+    served: Any, bad: bytes, first: bytes
+) -> None:
+    """The request's app waits for its body: it is answered at once, never left waiting
+    (the connection held open past every timeout), and the app sees the client gone."""
+    _, port, _, _ = served
+    with _connect(port) as sock:
+        started = time.monotonic()
+        sock.sendall(first + b"POST /c HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n")
+        time.sleep(0.05)  # the app is waiting for the body
+        sock.sendall(bad)
+        answers = _responses(sock, 2 if first else 1)
+        assert [a[0][:12] for a in answers] == [b"HTTP/1.1 200"] * bool(first) + [b"HTTP/1.1 400"]
+        assert _closed(sock) and time.monotonic() - started < 3
+
+
+def test_trailer_fields_are_never_request_headers(served: Any) -> None:
+    _, port, _, _ = served
+    with _connect(port) as sock:
+        sock.sendall(b"POST /direct HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n"
+                     b"2\r\nhi\r\n0\r\nx-echo: from-the-trailer\r\n\r\n")  # fmt: skip
+        ((status, _, body),) = _responses(sock, 1)
+        assert status.startswith(b"HTTP/1.1 201")
+        assert json.loads(body) == {"body": "hi", "x-echo": ""}
+
+
+def test_endless_trailers_are_a_431_not_memory(served: Any) -> None:
+    _, port, _, _ = served
+    with _connect(port) as sock:
+        sock.sendall(b"POST /c HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n"
+                     b"2\r\nhi\r\n0\r\n")  # fmt: skip
+        try:
+            for _ in range(200):  # 2 MB of trailer fields, 10 KB a write
+                sock.sendall(b"a: b\r\n" * 1500)
+        except OSError:
+            pass  # closed on us: the answer is already there
+        ((status, _, body),) = _responses(sock, 1)
+        assert status.startswith(b"HTTP/1.1 431")
+        assert "trailer fields exceed 65536 bytes" in json.loads(body)["error"]["message"]
 
 
 def test_the_uvicorn_server_hooks_the_lean_front_uses_are_there() -> None:
