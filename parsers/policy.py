@@ -91,19 +91,23 @@ def _template_thinking(kwargs: object) -> bool | None:
         return None
     if not isinstance(kwargs, Mapping):
         raise _bad("chat_template_kwargs", kwargs, "an object")
+    # Every control present is checked (a bad one is a 400 even when an earlier one decides).
+    decided: bool | None = None
     for key in ("enable_thinking", "thinking"):
         value = kwargs.get(key)
         if value is None:
             continue
-        if isinstance(value, bool):
-            return value
-        raise _bad(f"chat_template_kwargs.{key}", value, "true or false")
+        if not isinstance(value, bool):
+            raise _bad(f"chat_template_kwargs.{key}", value, "true or false")
+        if decided is None:
+            decided = value
     mode = kwargs.get("thinking_mode")
-    if mode is None:
-        return None
-    if isinstance(mode, str) and mode in _THINKING_MODES:
-        return _THINKING_MODES[mode]
-    raise _bad("chat_template_kwargs.thinking_mode", mode, '"thinking" or "chat"')
+    if mode is not None:
+        if not (isinstance(mode, str) and mode in _THINKING_MODES):
+            raise _bad("chat_template_kwargs.thinking_mode", mode, '"thinking" or "chat"')
+        if decided is None:
+            decided = _THINKING_MODES[mode]
+    return decided
 
 
 def requested_thinking(settings: ParserSettings, request: Mapping[str, Any]) -> bool | None:

@@ -126,6 +126,27 @@ def decode_body(raw: bytes) -> dict[str, Any]:
     return body
 
 
+def decode_embedded(text: str, path: str) -> Any:
+    """A JSON value a client sent as a string (history tool-call arguments, a structural
+    tag): `ValueError` when it is not JSON (the caller decides what that means); a 400
+    naming `path` when it nests past the decoder's stack or holds a lone surrogate (the
+    body's own check saw only the escaped text, `"\\ud800"`)."""
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise bad_request(f"'{path}' is nested more than {MAX_DEPTH} levels deep", path) from None
+    if _ESCAPED_SURROGATE.search(text):
+        found = _find(value, lambda x: isinstance(x, str) and _has_surrogate(x))
+        if found is not None:
+            inner = f" (at '{found[0]}')" if found[0] else ""
+            raise bad_request(
+                f"'{path}' holds a lone UTF-16 surrogate (\\ud800-\\udfff){inner}: "
+                "not valid Unicode text",
+                path,
+            )
+    return value
+
+
 def _not_utf8(raw: bytes, exc: UnicodeDecodeError) -> APIError:
     """A 400 naming the string that holds bytes that are not UTF-8 (decoded again with the
     bad bytes escaped as lone surrogates, to find them)."""

@@ -13,7 +13,6 @@ numbers outside what the engines accept. Fields this sidecar does not read are i
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
@@ -21,8 +20,18 @@ from typing import Any
 from parsers.errors import InvalidRequest
 from parsers.routing import ToolChoice, parse_tool_choice
 from sidecar.errors import APIError, bad_request
-from sidecar.jsonvalue import MAX_DEPTH, check_free_form, decode_body, join, type_name
+from sidecar.jsonvalue import (
+    check_free_form,
+    decode_body,
+    decode_embedded,
+    join,
+    type_name,
+)
 
+# More tools than any model is served with (OpenAI takes 128); each is validated, rendered
+# and, for a forced choice, put into the guided schema: 300,000 of them in an 8 MiB body
+# held the event loop for 10 s.
+MAX_TOOLS = 2048
 _ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 _RESPONSE_FORMATS = ("text", "json_object", "json_schema", "structural_tag")
 # Integer ranges the engines accept (vLLM and SGLang take 32-bit token counts and top_k;
@@ -175,11 +184,7 @@ def _arguments(value: Any, path: str) -> Any:
         return {}
     if isinstance(value, str):
         try:
-            decoded = json.loads(value)
-        except RecursionError:
-            raise bad_request(
-                f"'{path}' is nested more than {MAX_DEPTH} levels deep", path
-            ) from None
+            decoded = decode_embedded(value, path)
         except ValueError:
             return value
         check_free_form(decoded, path)
@@ -256,6 +261,10 @@ def _tools(body: Mapping[str, Any]) -> list[dict[str, Any]]:
         return []
     if not isinstance(tools, list):
         raise _wrong("tools", "an array", tools)
+    if len(tools) > MAX_TOOLS:
+        raise bad_request(
+            f"'tools' holds {len(tools)} tools: at most {MAX_TOOLS} are accepted", "tools"
+        )
     out = []
     for i, tool in enumerate(tools):
         where = f"tools[{i}]"
@@ -276,6 +285,11 @@ def _tools(body: Mapping[str, Any]) -> list[dict[str, Any]]:
         params = _object(fn.get("parameters"), f"{where}.function.parameters")
         if params is not None:
             check_free_form(params, f"{where}.function.parameters")
+            # Templates walk a schema's properties as an object (`properties.items()`).
+            if "properties" in params and not isinstance(params["properties"], dict):
+                raise _wrong(
+                    f"{where}.function.parameters.properties", "an object", params["properties"]
+                )
             function["parameters"] = params
         strict = _boolean(fn.get("strict"), f"{where}.function.strict")
         if strict is not None:
@@ -342,8 +356,8 @@ def _structural_tag(
 def _tag_object(value: Any, path: str) -> Mapping[str, Any]:
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except (ValueError, RecursionError):
+            value = decode_embedded(value, path)
+        except ValueError:
             raise bad_request(
                 f"'{path}' must be a JSON object or a string holding one", path
             ) from None
@@ -359,9 +373,11 @@ _NO_SAMPLING = Sampling()  # a request without sampling fields (checks them only
 
 
 def _sampling(body: Mapping[str, Any]) -> Sampling:
+    # Both names are checked; OpenAI's newer one wins when both are given.
     max_tokens = _integer(body, "max_completion_tokens", 1)
+    legacy_max_tokens = _integer(body, "max_tokens", 1)
     if max_tokens is None:
-        max_tokens = _integer(body, "max_tokens", 1)
+        max_tokens = legacy_max_tokens
     return Sampling(
         max_tokens=max_tokens,
         temperature=_number(body, "temperature", 0.0, 2.0),
