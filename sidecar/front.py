@@ -129,7 +129,7 @@ class Cycle:
     an `Exchange` (`sidecar.exchange`) for a route the app serves directly."""
 
     __slots__ = (
-        "_parts", "_scope", "body", "body_size", "chunked", "complete", "conn",
+        "_parts", "_scope", "body", "body_size", "chunked", "close_delimited", "complete", "conn",
         "delivered_end", "disconnected", "expect_continue", "flush_handle", "head_only",
         "headers", "held", "keep_alive", "method", "more_body", "others", "path", "remaining",
         "started", "task", "waiter", "watcher",
@@ -165,6 +165,7 @@ class Cycle:
         self.started = False  # the response head was built (sent or held)
         self.complete = False  # the whole response was written
         self.chunked = False
+        self.close_delimited = False  # an HTTP/1.0 response without a length: the close ends it
         self.remaining = 0  # Content-Length bytes still to send
         self.head_only = method == "HEAD"
         self.held: bytes | None = None  # the response head, until the next write
@@ -381,8 +382,12 @@ class Cycle:
         if length is not None:
             self.remaining = length
         elif not self.chunked and not self.head_only and status not in (204, 304):
-            self.chunked = True
-            content.append(b"transfer-encoding: chunked\r\n")
+            if self._parts[0] == "1.0":  # no chunked coding in HTTP/1.0 (RFC 9112 7)
+                self.close_delimited = True
+                self.keep_alive = False  # already so for 1.0: the close is the body's end
+            else:
+                self.chunked = True
+                content.append(b"transfer-encoding: chunked\r\n")
         content.append(b"\r\n")
         self.held = b"".join(content)
         if length is None or self.head_only:
@@ -416,6 +421,8 @@ class Cycle:
             data = b"%x\r\n%b\r\n" % (len(body), body) if body else b""
             if not more:
                 data += b"0\r\n\r\n"
+        elif self.close_delimited:
+            data = body
         else:
             if len(body) > self.remaining:
                 raise RuntimeError("Response content longer than Content-Length")

@@ -333,6 +333,20 @@ def test_http_1_0_and_connection_close_end_the_connection(served: Any) -> None:
             assert data.startswith(b"HTTP/1.1 200") and b"connection: close\r\n" in data
 
 
+def test_a_stream_to_http_1_0_is_close_delimited_on_the_lean_front(served: Any) -> None:
+    front, port, _, _ = served
+    if front != "lean":
+        pytest.skip("uvicorn's httptools protocol answers HTTP/1.0 with chunked coding")
+    with _connect(port) as sock:
+        sock.sendall(b"GET /big HTTP/1.0\r\n\r\n")
+        data = bytearray()
+        while piece := sock.recv(1 << 20):
+            data += piece
+    head, _, body = bytes(data).partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200") and b"transfer-encoding" not in head.lower()
+    assert body == b"x" * (64 << 20)  # raw bytes up to the close, no chunk framing
+
+
 def test_an_app_failure_is_a_500_and_the_server_goes_on(served: Any) -> None:
     _, port, _, _ = served
     with _connect(port) as sock:
