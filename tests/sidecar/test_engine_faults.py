@@ -212,6 +212,18 @@ def _messages(fault: str) -> list[dict[str, Any]]:
     return [{"role": "user", "content": f"[[fault:{fault}]]"}]
 
 
+def _stream_until_error(url: str, fault: str) -> tuple[str, openai.APIError]:
+    """The text a stream delivered before its in-band error, and the error."""
+    text = ""
+    with pytest.raises(openai.APIError) as info:
+        for chunk in _client(url).chat.completions.create(
+            model="m", messages=_messages(fault), stream=True
+        ):
+            if chunk.choices:
+                text += chunk.choices[0].delta.content or ""
+    return text, info.value
+
+
 def _timed(call: Callable[[], Any]) -> tuple[Any, float]:
     started = time.monotonic()
     return call(), time.monotonic() - started
@@ -241,16 +253,10 @@ def test_malformed_engine_json_is_a_502_protocol_error(sidecar_url: str, fault: 
 def test_malformed_engine_json_mid_stream_is_an_in_band_protocol_error(
     sidecar_url: str, fault: str
 ) -> None:
-    text = ""
-    with pytest.raises(openai.APIError) as info:
-        for chunk in _client(sidecar_url).chat.completions.create(
-            model="m", messages=_messages(fault), stream=True
-        ):
-            if chunk.choices:
-                text += chunk.choices[0].delta.content or ""
+    text, error = _stream_until_error(sidecar_url, fault)
     assert text == "ok "  # the good event before the bad one arrived
-    assert isinstance(info.value.body, dict)
-    assert info.value.body["code"] == "engine_protocol_error"
+    assert isinstance(error.body, dict)
+    assert error.body["code"] == "engine_protocol_error"
 
 
 def test_an_engine_429_is_a_429_with_its_retry_after(sidecar_url: str) -> None:
@@ -293,17 +299,11 @@ def test_an_engine_body_over_the_read_limit_is_a_502(sidecar_url: str) -> None:
 
 
 def test_an_event_line_over_the_read_limit_is_an_in_band_protocol_error(sidecar_url: str) -> None:
-    text = ""
-    with pytest.raises(openai.APIError) as info:
-        for chunk in _client(sidecar_url).chat.completions.create(
-            model="m", messages=_messages("bigline"), stream=True
-        ):
-            if chunk.choices:
-                text += chunk.choices[0].delta.content or ""
+    text, error = _stream_until_error(sidecar_url, "bigline")
     assert text == "ok "
-    assert isinstance(info.value.body, dict)
-    assert info.value.body["code"] == "engine_protocol_error"
-    assert "longer than 67108864 bytes" in info.value.message
+    assert isinstance(error.body, dict)
+    assert error.body["code"] == "engine_protocol_error"
+    assert "longer than 67108864 bytes" in error.message
 
 
 @pytest.mark.parametrize("index", range(len(BAD_COUNTS)), ids=[repr(c)[:8] for c in BAD_COUNTS])
@@ -363,17 +363,11 @@ def test_a_connection_with_its_request_unsent_is_not_reused(sidecar_url: str) ->
 
 
 def test_a_stream_that_ends_with_no_finish_reason_is_a_protocol_error(sidecar_url: str) -> None:
-    text = ""
-    with pytest.raises(openai.APIError) as info:
-        for chunk in _client(sidecar_url).chat.completions.create(
-            model="m", messages=_messages("nofinish"), stream=True
-        ):
-            if chunk.choices:
-                text += chunk.choices[0].delta.content or ""
+    text, error = _stream_until_error(sidecar_url, "nofinish")
     assert text == "ok ok "  # delivered, then the failure: as the non-streamed answer's 502
-    assert isinstance(info.value.body, dict)
-    assert info.value.body["code"] == "engine_protocol_error"
-    assert "no finish reason" in info.value.message
+    assert isinstance(error.body, dict)
+    assert error.body["code"] == "engine_protocol_error"
+    assert "no finish reason" in error.message
 
 
 def test_a_bom_before_the_first_event_is_dropped(sidecar_url: str) -> None:
