@@ -109,6 +109,8 @@ class EngineStream:
                     newline = raw.index(b"\n")
                     pending.append(raw[:newline])
                     lines = [b"".join(pending), *raw[newline + 1 :].split(b"\n")]
+                    if len(lines[0]) > self._max_line:
+                        raise malformed(f"an event line longer than {self._max_line} bytes")
                 else:
                     lines = raw.split(b"\n")
                 if first:
@@ -121,6 +123,8 @@ class EngineStream:
                     done = take(_sse_line(sse, line))
                     if done:
                         break
+                if sse.size > self._max_line:  # an event of many lines, none ending it
+                    raise malformed(f"an event longer than {self._max_line} bytes")
                 if batch:
                     yield batch
                     batch = []
@@ -181,18 +185,31 @@ _ESCAPED_SURROGATE = re.compile(r"\\u[dD][89abcdefABCDEF]")
 
 def _json(data: str) -> Any:
     """An engine payload; JSON the sidecar could not pass on is a malformed response: not
-    JSON, nested past the decoder's stack, integers over Python's digit limit, or text
-    holding a lone surrogate (`"\\ud800"`: never valid UTF-8)."""
+    JSON, nested past the decoder's stack, or text holding a lone surrogate (`"\\ud800"`:
+    never valid UTF-8). An integer over Python's digit limit is no count the sidecar uses:
+    it is taken as absent (null), like any out-of-range token count."""
     try:
         value = json.loads(data)
     except ValueError:
-        raise malformed(f"event data is not JSON: {data[:80]!r}") from None
+        try:  # decoded again only on this error path: the hook costs a call per integer
+            value = json.loads(data, parse_int=_int_or_none)
+        except ValueError:
+            raise malformed(f"event data is not JSON: {data[:80]!r}") from None
+        except RecursionError:
+            raise malformed("event data nests too deeply") from None
     except RecursionError:
         raise malformed("event data nests too deeply") from None
     # A one-character `in` first (memchr): the regex only runs on data with escapes at all.
     if "\\" in data and _ESCAPED_SURROGATE.search(data) and _has_surrogate(value):
         raise malformed("event data holds a lone UTF-16 surrogate (not valid Unicode)")
     return value
+
+
+def _int_or_none(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:  # over the digit limit
+        return None
 
 
 def _has_surrogate(value: Any) -> bool:

@@ -584,7 +584,15 @@ class Client:
     def release(self, conn: Connection) -> None:
         """Take back a connection whose response was read completely."""
         conn.idle_since = time.monotonic()
-        if len(self._idle) < self.max_idle and not conn.eof and conn._reusable:
+        # Not after an error answer: a server may answer one (a 413) before reading the
+        # request's body, and never read it; the next request would wait behind it.
+        head = conn.head
+        if (
+            len(self._idle) < self.max_idle
+            and not conn.eof
+            and conn._reusable
+            and (head is None or head.status < 400)
+        ):
             self._idle.append(conn)  # `_checkout` checks the rest when it is picked
         else:
             conn.close()

@@ -13,6 +13,7 @@ class SSEDecoder:
 
     def __init__(self) -> None:
         self._data: list[str] = []
+        self.size = 0  # characters of data in the event so far (a reader bounds it)
 
     def line(self, line: str) -> str | None:
         """Feed one line (without its newline); returns an event's data when one completes."""
@@ -21,6 +22,7 @@ class SSEDecoder:
                 return None
             data = "\n".join(self._data)
             self._data = []
+            self.size = 0
             return data
         if line.startswith(":"):
             return None  # comment / keep-alive
@@ -29,11 +31,13 @@ class SSEDecoder:
             value = value[1:]
         if field == "data":
             self._data.append(value)
+            self.size += len(value)
         return None
 
     def data(self, value: str) -> None:
         """A `data:` line's value (what `line` does for one, without re-parsing the line)."""
         self._data.append(value)
+        self.size += len(value)
 
     def flush(self) -> str | None:
         """Data of an event the stream ended without terminating with a blank line."""

@@ -90,7 +90,9 @@ def _stop_reason(value: Any) -> str | int | None:
     return None
 
 
-_MAX_COUNT = 2**63 - 1  # a token count past int64 is no count an engine can have made
+# A token count past 32 bits is no count an engine made (context lengths are millions), and
+# a total of two such counts still fits any client's int64; the counters stay exact.
+_MAX_COUNT = 2**31 - 1
 
 
 def _count(value: Any) -> bool:
@@ -98,7 +100,7 @@ def _count(value: Any) -> bool:
 
 
 def usage_of(prompt: Any, completion: Any) -> Usage | None:
-    """The engine's token counts, if both are counts (non-negative integers within int64);
+    """The engine's token counts, if both are counts (non-negative integers within 32 bits);
     anything else is treated as no usage reported: the text is still the client's, and the
     token counters never take a negative, boolean or unbounded value."""
     if _count(prompt) and _count(completion):

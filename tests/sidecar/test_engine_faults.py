@@ -68,8 +68,11 @@ def _chunked_head(content_type: bytes) -> bytes:
     )  # fmt: skip
 
 
-OVER_LIMIT = 65 * 2**20  # past the engine client's 64 MiB read limit
-BAD_COUNTS = (-3, True, 10**400, 1.5)
+LIMIT = 64 * 2**20  # the engine client's read limit
+OVER_LIMIT = 65 * 2**20
+# Token counts as JSON text: negative, boolean, 400 digits, fractional, past 32 bits, past
+# Python's 4300-digit limit (the engine JSON is still decoded: the count is taken as absent).
+BAD_COUNTS = ("-3", "true", "1" + "0" * 400, "1.5", "2147483648", "9" * 5000)
 
 
 DEEP = b'{"choices":[{"text":' + b"[" * 100_000 + b"]" * 100_000 + b"}]}"
@@ -95,14 +98,15 @@ def _reply(fault: str, stream: bool) -> bytes:
     if fault == "long":
         long_event = json.dumps(_chunk(LONG_TEXT)).encode()
         return _sse(long_event, json.dumps(_chunk("", "stop")).encode())
-    if fault.startswith("usage"):  # usage0 .. usage3: one of BAD_COUNTS as prompt_tokens
-        usage = {"prompt_tokens": BAD_COUNTS[int(fault[5:])], "completion_tokens": 2}
+    if fault.startswith("usage"):  # usage0 .. usage5: one of BAD_COUNTS as prompt_tokens
+        usage = {"prompt_tokens": "@", "completion_tokens": 2}
+        count = BAD_COUNTS[int(fault[5:])].encode()
         if stream:
-            usage_chunk = {"choices": [], "usage": usage}
-            return _sse(
-                GOOD, json.dumps(_chunk("", "stop")).encode(), json.dumps(usage_chunk).encode()
-            )
-        return _kept(json.dumps({**_chunk("ok ", "stop"), "usage": usage}).encode())
+            usage_chunk = json.dumps({"choices": [], "usage": usage}).encode()
+            last = usage_chunk.replace(b'"@"', count)
+            return _sse(GOOD, json.dumps(_chunk("", "stop")).encode(), last)
+        whole = json.dumps({**_chunk("ok ", "stop"), "usage": usage}).encode()
+        return _kept(whole.replace(b'"@"', count))
     if fault == "good":
         return _kept(json.dumps(_chunk("ok ", "stop")).encode())
     if fault == "trailing":  # a complete answer, then the start of a status line
@@ -119,6 +123,15 @@ def _reply(fault: str, stream: bool) -> bytes:
         first = b"%x\r\n%s\r\n" % (len(b"data: " + GOOD + b"\n\n"), b"data: " + GOOD + b"\n\n")
         data = b"".join([piece] * (OVER_LIMIT // 2**20))
         return _chunked_head(b"text/event-stream") + first + data
+    if fault == "bigline-ended":  # one line a byte over the limit, its newline in its last read
+        line = b"data: " + b"x" * (LIMIT + 1 - 6) + b"\n\n"
+        pieces = [line[i : i + 2**20] for i in range(0, len(line), 2**20)]
+        data = b"".join(b"%x\r\n%s\r\n" % (len(p), p) for p in pieces)
+        return _chunked_head(b"text/event-stream") + data + b"0\r\n\r\n"
+    if fault == "bigevent":  # an event of many 1 MiB data lines, never ended
+        piece = b"data: " + b"y" * 2**20 + b"\n"
+        chunk = b"%x\r\n%s\r\n" % (len(piece), piece)
+        return _chunked_head(b"text/event-stream") + chunk * (OVER_LIMIT // 2**20)
     raise AssertionError(fault)
 
 
@@ -298,9 +311,12 @@ def test_an_engine_body_over_the_read_limit_is_a_502(sidecar_url: str) -> None:
     assert "larger than 67108864 bytes" in info.value.message
 
 
-def test_an_event_line_over_the_read_limit_is_an_in_band_protocol_error(sidecar_url: str) -> None:
-    text, error = _stream_until_error(sidecar_url, "bigline")
-    assert text == "ok "
+@pytest.mark.parametrize("fault", ["bigline", "bigline-ended", "bigevent"])
+def test_an_event_over_the_read_limit_is_an_in_band_protocol_error(
+    sidecar_url: str, fault: str
+) -> None:
+    text, error = _stream_until_error(sidecar_url, fault)
+    assert text == ("ok " if fault == "bigline" else "")
     assert isinstance(error.body, dict)
     assert error.body["code"] == "engine_protocol_error"
     assert "longer than 67108864 bytes" in error.message
@@ -348,14 +364,17 @@ def test_bytes_after_a_response_keep_its_connection_from_the_pool(sidecar_url: s
         assert again.choices[0].message.content == "ok "
 
 
-def test_a_connection_with_its_request_unsent_is_not_reused(sidecar_url: str) -> None:
+@pytest.mark.parametrize("size", [1000, 40 * 2**20], ids=["in-the-socket-buffers", "unsent"])
+def test_a_connection_answered_before_its_body_was_read_is_not_reused(
+    sidecar_url: str, size: int
+) -> None:
     client = _client(sidecar_url)
     big = _messages("early")
-    big[0]["content"] += "x" * (40 * 2**20)  # more than the socket buffers hold
+    big[0]["content"] += "x" * size  # sent whole (the kernel took it) or partly unsent
     with pytest.raises(openai.BadRequestError) as info:
         client.chat.completions.create(model="m", messages=big)
     assert isinstance(info.value.body, dict) and info.value.body["code"] == "engine_rejected"
-    # Reused, the next request would wait behind the unsent 40 MB until the 30 s timeout.
+    # Reused, the next request would wait behind the unread body until the 30 s timeout.
     again, elapsed = _timed(
         lambda: client.chat.completions.create(model="m", messages=_messages("good"))
     )
