@@ -609,22 +609,28 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         if self.failed:
             return
         self._idle.clear()
-        if self.stage == "head":
-            self._unreported += len(data)
-        elif self.stage == "body":
-            self._body_seen = False
-        try:
-            self.parser.feed_data(data)
-        except httptools.HttpParserUpgrade as exc:
-            self._upgrade(data[exc.args[0] :])
-            return
-        except httptools.HttpParserError as exc:
-            if isinstance(exc.__context__, _HeadTooLarge):
-                self._fail(self._too_large())
-            else:
-                _error_log.warning("Invalid HTTP request received.")
-                self._fail(error_response(400, f"malformed HTTP request: {exc}", "bad_request"))
-            return
+        while True:  # more than once only after upgrade requests (a loop: never recursion)
+            if self.stage == "head":
+                self._unreported += len(data)
+            elif self.stage == "body":
+                self._body_seen = False
+            try:
+                self.parser.feed_data(data)
+            except httptools.HttpParserUpgrade as exc:
+                rest = self._upgrade(data[exc.args[0] :])
+                if rest is None:
+                    return
+                data = rest  # also when empty: the body's timer is set below
+                continue
+            except httptools.HttpParserError as exc:
+                if isinstance(exc.__context__, _HeadTooLarge):
+                    self._fail(self._too_large())
+                else:
+                    _error_log.warning("Invalid HTTP request received.")
+                    message = f"malformed HTTP request: {exc}"
+                    self._fail(error_response(400, message, "bad_request"))
+                return
+            break
         stage = self.stage
         if stage != "idle":
             if stage == "head" and self._head_bytes + self._unreported > self.max_head_bytes:
@@ -851,12 +857,13 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         _error_log.warning("Refused: %s.", message)
         return error_response(431, message, "request_header_fields_too_large")
 
-    def _upgrade(self, rest: bytes | memoryview) -> None:
+    def _upgrade(self, rest: bytes | memoryview) -> bytes | None:
         """httptools took the request as an upgrade (`Connection: upgrade` with `Upgrade`,
         a WebSocket or h2c request: curl's `--http2` sends one) and stopped at its head.
         The upgrade is ignored (RFC 9110 7.8): a new parser reads the request's body, if its
         head declared one, and the requests after it. A CONNECT request's bytes after its
-        head are a tunnel's: it is answered, then the connection closes."""
+        head are a tunnel's: it is answered, then the connection closes. Returns the bytes
+        to parse next (None: nothing more is parsed)."""
         self._upgrading = False
         cycle = self.cycle
         if cycle is None or cycle.method == "CONNECT":
@@ -868,9 +875,15 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
                 cycle.keep_alive = False
                 cycle.more_body = False
                 self._wake_or_start(cycle)
-            return
+            return None
         length = header_value(cycle.headers, b"content-length")
-        chunked = header_value(cycle.headers, b"transfer-encoding") is not None
+        coding = header_value(cycle.headers, b"transfer-encoding")
+        chunked = coding is not None
+        if coding is not None and coding.rsplit(b",", 1)[-1].strip().lower() != b"chunked":
+            # A body framed by no length (as httptools refuses it without the upgrade).
+            message = "malformed HTTP request: Transfer-Encoding does not end in chunked"
+            self._fail(error_response(400, message, "bad_request"))
+            return None
         if chunked or (length is not None and length.strip() not in (b"", b"0")):
             # The new parser is given the body's framing in a head of its own; that head's
             # callbacks are not this request's (`_BodyFirst`).
@@ -888,7 +901,7 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
             self.parser = httptools.HttpRequestParser(self)
             self.parser.set_dangerous_leniencies(lenient_data_after_close=True)
             self.on_message_complete()  # no body: the request is whole
-        self.data_received(bytes(rest))  # also when empty: the body's timer is set there
+        return bytes(rest)
 
     def shutdown(self) -> None:
         """uvicorn's graceful shutdown: close when idle, else after the last request."""

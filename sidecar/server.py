@@ -65,10 +65,13 @@ class TimeoutsProtocol(StageTimer, HttpToolsProtocol):
             # lean front's head; uvicorn keeps every trailer field.
             self._framing = 0 if self._body_seen else self._framing + len(data)
             if self._framing > MAX_HEAD_BYTES and not self.transport.is_closing():
-                message = f"chunk framing and trailer fields exceed {MAX_HEAD_BYTES} bytes"
-                self.transport.write(
-                    error_response(431, message, "request_header_fields_too_large")
-                )
+                cycle = self.cycle
+                started = cycle is not None and cycle.response_started
+                if not self._earlier_in_progress("body") and not started:
+                    message = f"chunk framing and trailer fields exceed {MAX_HEAD_BYTES} bytes"
+                    self.transport.write(
+                        error_response(431, message, "request_header_fields_too_large")
+                    )
                 self.transport.close()
                 return
         if stage != "idle" and self._timer_stage != stage:
@@ -105,14 +108,21 @@ class TimeoutsProtocol(StageTimer, HttpToolsProtocol):
         if self._timer_stage in ("head", "body"):
             self._disarm()
 
+    def _earlier_in_progress(self, stage: str) -> bool:
+        """An earlier request's response is still being sent: an answer for the request
+        being read cannot be written yet (it would land inside that response)."""
+        if stage == "head":  # `cycle` is the previous request's
+            return self.cycle is not None and not self.cycle.response_complete
+        return bool(self.pipeline)  # the request being read waits behind others
+
     def _expired(self) -> None:
         stage, self._timer_stage = self._timer_stage, ""
         transport = self.transport
         if transport.is_closing():
             return
-        if stage != "idle" and self.flow.read_paused:
-            # The server stopped reading (a pipelined request waits its turn): not the
-            # client's delay. Look again later.
+        if stage != "idle" and (self.flow.read_paused or self._earlier_in_progress(stage)):
+            # The server stopped reading (a pipelined request waits its turn) or still
+            # answers an earlier request: not the client's delay. Look again later.
             self._arm(stage, self.head_timeout if stage == "head" else self.body_timeout)
             return
         if stage != "idle":

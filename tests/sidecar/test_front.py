@@ -659,3 +659,67 @@ def test_the_lean_watch_cancels_at_once_and_only_its_block() -> None:
         task.uncancel()
 
     asyncio.run(main())
+
+
+def test_many_upgrade_requests_in_one_read_are_all_served(served: Any) -> None:
+    """Each upgrade request hands the rest of the read on: a loop, not a recursion."""
+    front, port, _, _ = served
+    if front != "lean":
+        pytest.skip("uvicorn's protocol closes the connection after an upgrade request")
+    with _connect(port) as sock:
+        sock.sendall(b"GET /u HTTP/1.1\r\nconnection:upgrade\r\nupgrade:a\r\n\r\n" * 1500)
+        answers = _responses(sock, 1500)
+    assert all(json.loads(body)["path"] == "/u" for _, _, body in answers)
+
+
+def test_an_upgrade_request_framed_by_no_length_is_refused(served: Any) -> None:
+    """`Transfer-Encoding: gzip` (not ending in chunked) gives no body length: never read
+    as chunked, and what follows is never served as a request."""
+    _, port, _, _ = served
+    with _connect(port) as sock:
+        sock.sendall(b"POST /c HTTP/1.1\r\nhost: x\r\nconnection: upgrade\r\n"
+                     b"upgrade: websocket\r\ntransfer-encoding: gzip\r\n\r\n"
+                     b"0\r\n\r\nGET /after HTTP/1.1\r\nhost: x\r\n\r\n")  # fmt: skip
+        data = b""
+        sock.settimeout(5)
+        while piece := sock.recv(65536):
+            data += piece
+    assert data.startswith(b"HTTP/1.1 ") and b"/after" not in data
+    assert data.count(b"HTTP/1.1 ") == 1
+
+
+@pytest.fixture(params=FRONTS)
+def quick(request: pytest.FixtureRequest) -> Iterator[tuple[int, App]]:
+    """A server whose request head and body timeouts are 0.5 s."""
+    app = App()
+    options = server_options(front=request.param, head_timeout=0.5, body_timeout=0.5)
+    server = serve_in_thread(app, **options)
+    try:
+        yield int(server.url.rsplit(":", 1)[1]), app
+    finally:
+        app.release.set()
+        server.stop()
+
+
+@pytest.mark.parametrize(
+    "stalled",
+    [b"GET /x HTTP/1.1\r\nhost", b"POST /x HTTP/1.1\r\nhost: x\r\ncontent-length: 9\r\n\r\n{"],
+    ids=["head", "body"],
+)
+def test_a_timeout_is_answered_after_the_response_in_progress(
+    quick: tuple[int, App], stalled: bytes
+) -> None:
+    """A pipelined request stalls behind a slow one: its 408 follows that response, never
+    lands before or inside it."""
+    port, app = quick
+    with _connect(port) as sock:
+        sock.sendall(_post("/slow", b"{}") + stalled)
+        time.sleep(1.5)  # three timeouts pass while /slow is unanswered
+        app.release.set()
+        data = b""
+        while piece := sock.recv(65536):
+            data += piece
+    assert data.startswith(b"HTTP/1.1 200"), data[:200]
+    assert b'"path": "/slow"' in data.split(b"\r\n\r\n", 2)[1]
+    if b"HTTP/1.1 408" in data:  # the lean front answers it; uvicorn's may only close
+        assert data.index(b"HTTP/1.1 408") > data.index(b'"path": "/slow"')
