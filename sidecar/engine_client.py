@@ -65,11 +65,14 @@ class EngineStream:
         adapter: EngineAdapter,
         timeout: float,
         max_line: int = MAX_RESPONSE_BYTES,
+        head: http1.Head | None = None,
     ):
+        """`head`: the response's head, read only to explain a stream that was no stream."""
         self._response = response
         self._decoder = adapter.decoder()
         self._timeout = timeout
         self._max_line = max_line
+        self._head = head
 
     async def batches(self) -> AsyncIterator[list[EngineEvent]]:
         """Events grouped by network read: whatever arrived together is relayed together
@@ -150,6 +153,12 @@ class EngineStream:
         if not finished:
             if done:  # `[DONE]` with no finish reason before it: as a complete response's
                 raise malformed("the stream ended with no finish reason")
+            kind = self._head.get("content-type") if self._head is not None else None
+            if kind is not None and not kind.lower().startswith("text/event-stream"):
+                raise malformed(  # an engine (or a proxy) that ignored `stream: true`
+                    f"the streamed request was answered with content-type {kind[:80]!r}, "
+                    "not an event stream"
+                )
             raise EngineError(
                 502, "engine closed the stream before finishing", "engine_stream_closed"
             )
@@ -337,7 +346,9 @@ class EngineClient:
         """Send a streamed request; raises `EngineError` before anything is streamed.
         `meanwhile` runs once the request is written, while the engine works."""
         response = await self._send(request, meanwhile)
-        return EngineStream(response, self.adapter, self.timeouts.read, self.max_response_bytes)
+        return EngineStream(
+            response, self.adapter, self.timeouts.read, self.max_response_bytes, response.head
+        )
 
     async def complete(
         self, request: EngineRequest, meanwhile: Callable[[], object] | None = None

@@ -113,6 +113,8 @@ def _reply(fault: str, stream: bool) -> bytes:
         return _kept(json.dumps(_chunk("ok ", "stop")).encode()) + b"HTTP/1.1 2"
     if fault == "nofinish":  # events, then [DONE], and no finish reason in any
         return _sse(GOOD, GOOD)
+    if fault == "notastream":  # a whole JSON answer to a streamed request
+        return _response(json.dumps(_chunk("ok ", "stop")).encode())
     if fault == "bom":
         return _sse(GOOD, json.dumps(_chunk("", "stop")).encode(), prefix=b"\xef\xbb\xbf")
     if fault == "bigbody":  # a JSON body that never ends within the limit
@@ -394,3 +396,10 @@ def test_a_bom_before_the_first_event_is_dropped(sidecar_url: str) -> None:
         model="m", messages=_messages("bom"), stream=True
     )
     assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == "ok "
+
+
+def test_a_streamed_request_answered_with_no_stream_says_so(sidecar_url: str) -> None:
+    text, error = _stream_until_error(sidecar_url, "notastream")
+    assert text == ""
+    assert isinstance(error.body, dict) and error.body["code"] == "engine_protocol_error"
+    assert "content-type 'application/json', not an event stream" in error.message
