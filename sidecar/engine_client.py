@@ -105,7 +105,7 @@ class EngineStream:
                     pending.append(raw)
                     pending_size += len(raw)
                     if pending_size > self._max_line:
-                        raise malformed(f"an event line longer than {self._max_line} bytes")
+                        raise self._too_long("event line")
                     continue
                 # A newline byte never occurs inside a UTF-8 sequence: split bytes, then decode.
                 if pending:  # the long line is joined once, not split again
@@ -113,13 +113,12 @@ class EngineStream:
                     pending.append(raw[:newline])
                     lines = [b"".join(pending), *raw[newline + 1 :].split(b"\n")]
                     if len(lines[0]) > self._max_line:
-                        raise malformed(f"an event line longer than {self._max_line} bytes")
+                        raise self._too_long("event line")
                 else:
                     lines = raw.split(b"\n")
                 if first:
                     first = False
-                    if lines[0].startswith(_BOM):
-                        lines[0] = lines[0][len(_BOM) :]
+                    lines[0] = lines[0].removeprefix(_BOM)
                 last = lines.pop()
                 pending, pending_size = [last], len(last)
                 for line in lines:
@@ -127,7 +126,7 @@ class EngineStream:
                     if done:
                         break
                 if sse.size > self._max_line:  # an event of many lines, none ending it
-                    raise malformed(f"an event longer than {self._max_line} bytes")
+                    raise self._too_long("event")
                 if batch:
                     yield batch
                     batch = []
@@ -135,8 +134,8 @@ class EngineStream:
                     break
             if not done:
                 last = b"".join(pending)
-                if first and last.startswith(_BOM):
-                    last = last[len(_BOM) :]
+                if first:
+                    last = last.removeprefix(_BOM)
                 if last:
                     take(_sse_line(sse, last))
                 take(sse.flush())
@@ -162,6 +161,9 @@ class EngineStream:
             raise EngineError(
                 502, "engine closed the stream before finishing", "engine_stream_closed"
             )
+
+    def _too_long(self, what: str) -> EngineError:
+        return malformed(f"an {what} longer than {self._max_line} bytes")
 
     async def aclose(self) -> None:
         await self._response.aclose()
@@ -198,14 +200,12 @@ def _json(data: str) -> Any:
     never valid UTF-8). An integer over Python's digit limit is no count the sidecar uses:
     it is taken as absent (null), like any out-of-range token count."""
     try:
-        value = json.loads(data)
-    except ValueError:
-        try:  # decoded again only on this error path: the hook costs a call per integer
+        try:
+            value = json.loads(data)
+        except ValueError:  # decoded again only then: the hook costs a call per integer
             value = json.loads(data, parse_int=_int_or_none)
-        except ValueError:
-            raise malformed(f"event data is not JSON: {data[:80]!r}") from None
-        except RecursionError:
-            raise malformed("event data nests too deeply") from None
+    except ValueError:
+        raise malformed(f"event data is not JSON: {data[:80]!r}") from None
     except RecursionError:
         raise malformed("event data nests too deeply") from None
     # A one-character `in` first (memchr): the regex only runs on data with escapes at all.

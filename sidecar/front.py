@@ -100,6 +100,13 @@ def error_response(status: int, message: str, code: str) -> bytes:
     )
 
 
+def too_large_response(what: str, limit: int) -> bytes:
+    """The 431 refusing a head (or what is bounded like one) over `limit` bytes."""
+    message = f"{what} {limit} bytes"
+    _error_log.warning("Refused: %s.", message)
+    return error_response(431, message, "request_header_fields_too_large")
+
+
 def timeout_response(stage: str, limit: float) -> bytes:
     """The 408 for a request head or body not received within `limit` seconds."""
     return error_response(408, f"request {stage} not received within {limit:g}s", "request_timeout")
@@ -537,10 +544,8 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         self.asgi_version: str = config.asgi_version
         self.keep_alive_timeout = float(config.timeout_keep_alive)
         self.access_log = _access_log.hasHandlers()
-        self.parser = httptools.HttpRequestParser(self)
+        self.parser = _request_parser(self)
         self._view = recvbuf.view()  # this thread's receive buffer (the loop's)
-        # Serve the first of pipelined requests sent after a `connection: close` one.
-        self.parser.set_dangerous_leniencies(lenient_data_after_close=True)
         self.transport: asyncio.Transport = None  # type: ignore[assignment]
         self.server: tuple[str, int] | None = None
         self.client: tuple[str, int] | None = None
@@ -636,15 +641,11 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
             if stage == "head" and self._head_bytes + self._unreported > self.max_head_bytes:
                 self._fail(self._too_large())
                 return
-            if stage == "body" and not self._body_seen:
-                # Bytes that were no body bytes (chunk lines, trailers): bounded like a head,
-                # whose limit they would otherwise escape.
-                self._framing += len(data)
+            if stage == "body":
+                self._framing = framing_after(self._framing, self._body_seen, len(data))
                 if self._framing > self.max_head_bytes:
-                    self._fail(self._too_large("chunk framing and trailer fields exceed"))
+                    self._fail(self._too_large(FRAMING_TOO_LARGE))
                     return
-            elif stage == "body":
-                self._framing = 0
             if self._timer_stage != stage:
                 self._arm(stage, self.head_timeout if stage == "head" else self.body_timeout)
 
@@ -853,9 +854,7 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
             self.pipeline.append(response)
 
     def _too_large(self, what: str = "request head (request line and headers) exceeds") -> bytes:
-        message = f"{what} {self.max_head_bytes} bytes"
-        _error_log.warning("Refused: %s.", message)
-        return error_response(431, message, "request_header_fields_too_large")
+        return too_large_response(what, self.max_head_bytes)
 
     def _upgrade(self, rest: bytes | memoryview) -> bytes | None:
         """httptools took the request as an upgrade (`Connection: upgrade` with `Upgrade`,
@@ -893,13 +892,11 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
                 else b"content-length: %b" % (length or b"")
             )
             body_first = _BodyFirst(self)
-            self.parser = httptools.HttpRequestParser(body_first)
-            self.parser.set_dangerous_leniencies(lenient_data_after_close=True)
+            self.parser = _request_parser(body_first)
             self.parser.feed_data(b"POST / HTTP/1.1\r\n" + framing + b"\r\n\r\n")
             body_first.ours = False
         else:
-            self.parser = httptools.HttpRequestParser(self)
-            self.parser.set_dangerous_leniencies(lenient_data_after_close=True)
+            self.parser = _request_parser(self)
             self.on_message_complete()  # no body: the request is whole
         return bytes(rest)
 
@@ -971,6 +968,23 @@ class _BodyFirst:
 
     def on_message_complete(self) -> None:
         self.conn.on_message_complete()
+
+
+def _request_parser(callbacks: object) -> httptools.HttpRequestParser:
+    parser = httptools.HttpRequestParser(callbacks)
+    # Serve the first of pipelined requests sent after a `connection: close` one.
+    parser.set_dangerous_leniencies(lenient_data_after_close=True)
+    return parser
+
+
+FRAMING_TOO_LARGE = "chunk framing and trailer fields exceed"
+
+
+def framing_after(framing: int, body_seen: bool, nbytes: int) -> int:
+    """The bytes read since the last body bytes, after a read of `nbytes` while a body is
+    awaited (`body_seen`: the read gave body bytes). They are chunk lines and trailer fields,
+    which escape the head's limit: both fronts bound them by it."""
+    return 0 if body_seen else framing + nbytes
 
 
 def _address(info: Any) -> tuple[str, int] | None:

@@ -16,7 +16,15 @@ from typing import Any
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
 from sidecar.config import DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT
-from sidecar.front import MAX_HEAD_BYTES, LeanProtocol, StageTimer, error_response, timeout_response
+from sidecar.front import (
+    FRAMING_TOO_LARGE,
+    MAX_HEAD_BYTES,
+    LeanProtocol,
+    StageTimer,
+    framing_after,
+    timeout_response,
+    too_large_response,
+)
 
 
 class TimeoutsProtocol(StageTimer, HttpToolsProtocol):
@@ -61,17 +69,13 @@ class TimeoutsProtocol(StageTimer, HttpToolsProtocol):
         super().data_received(data)
         stage = self._stage
         if stage == "body":
-            # Bytes that were no body bytes (chunk lines, trailers) are bounded like the
-            # lean front's head; uvicorn keeps every trailer field.
-            self._framing = 0 if self._body_seen else self._framing + len(data)
+            # uvicorn bounds neither these nor the trailer fields it keeps.
+            self._framing = framing_after(self._framing, self._body_seen, len(data))
             if self._framing > MAX_HEAD_BYTES and not self.transport.is_closing():
                 cycle = self.cycle
                 started = cycle is not None and cycle.response_started
                 if not self._earlier_in_progress("body") and not started:
-                    message = f"chunk framing and trailer fields exceed {MAX_HEAD_BYTES} bytes"
-                    self.transport.write(
-                        error_response(431, message, "request_header_fields_too_large")
-                    )
+                    self.transport.write(too_large_response(FRAMING_TOO_LARGE, MAX_HEAD_BYTES))
                 self.transport.close()
                 return
         if stage != "idle" and self._timer_stage != stage:

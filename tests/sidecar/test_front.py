@@ -182,6 +182,32 @@ def _closed(sock: socket.socket) -> bool:
         return True
 
 
+def _lean_port(served: Any, why: str) -> int:
+    """The port of a test that checks the lean front only (`why`: uvicorn's differs)."""
+    front, port, _, _ = served
+    if front != "lean":
+        pytest.skip(why)
+    return int(port)
+
+
+def _read_to_close(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes the connection."""
+    data = bytearray()
+    while piece := sock.recv(1 << 20):
+        data += piece
+    return bytes(data)
+
+
+def _send_until_refused(sock: socket.socket, piece: bytes, times: int) -> None:
+    """Send `piece` `times` times, stopping where the server closes on us (its answer is
+    then already on the way)."""
+    for _ in range(times):
+        try:
+            sock.sendall(piece)
+        except OSError:
+            return
+
+
 def _post(path: str, body: bytes, extra: bytes = b"") -> bytes:
     return (
         b"POST %s HTTP/1.1\r\nhost: x\r\ncontent-length: %d\r\n%s\r\n"
@@ -280,18 +306,12 @@ def test_a_malformed_request_is_a_400_and_closes(served: Any) -> None:
 
 
 def test_a_head_over_the_limit_is_a_431_and_closes(served: Any) -> None:
-    front, port, _, _ = served
-    if front != "lean":
-        pytest.skip("uvicorn's httptools protocol has no request head limit")
+    port = _lean_port(served, "uvicorn's httptools protocol has no request head limit")
     with _connect(port) as sock:
         # one header over the limit, arriving in pieces and never finished (refused at most
         # one network read past the limit)
         sock.sendall(b"GET / HTTP/1.1\r\nhost: x\r\nx-big: ")
-        for _ in range(3 * lean.MAX_HEAD_BYTES // 16384):
-            try:
-                sock.sendall(b"a" * 16384)
-            except OSError:
-                break
+        _send_until_refused(sock, b"a" * 16384, 3 * lean.MAX_HEAD_BYTES // 16384)
         ((status, _, body),) = _responses(sock, 1)
         assert status.startswith(b"HTTP/1.1 431")
         assert json.loads(body)["error"]["code"] == "request_header_fields_too_large"
@@ -327,22 +347,16 @@ def test_http_1_0_and_connection_close_end_the_connection(served: Any) -> None:
     for request in (b"GET /a HTTP/1.0\r\n\r\n", b"GET /b HTTP/1.1\r\nconnection: close\r\n\r\n"):
         with _connect(port) as sock:
             sock.sendall(request)
-            data = b""
-            while piece := sock.recv(65536):
-                data += piece
+            data = _read_to_close(sock)
             assert data.startswith(b"HTTP/1.1 200") and b"connection: close\r\n" in data
 
 
 def test_a_stream_to_http_1_0_is_close_delimited_on_the_lean_front(served: Any) -> None:
-    front, port, _, _ = served
-    if front != "lean":
-        pytest.skip("uvicorn's httptools protocol answers HTTP/1.0 with chunked coding")
+    port = _lean_port(served, "uvicorn's httptools protocol answers HTTP/1.0 with chunked coding")
     with _connect(port) as sock:
         sock.sendall(b"GET /big HTTP/1.0\r\n\r\n")
-        data = bytearray()
-        while piece := sock.recv(1 << 20):
-            data += piece
-    head, _, body = bytes(data).partition(b"\r\n\r\n")
+        data = _read_to_close(sock)
+    head, _, body = data.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 200") and b"transfer-encoding" not in head.lower()
     assert body == b"x" * (64 << 20)  # raw bytes up to the close, no chunk framing
 
@@ -491,11 +505,7 @@ def test_endless_trailers_are_a_431_not_memory(served: Any) -> None:
     with _connect(port) as sock:
         sock.sendall(b"POST /c HTTP/1.1\r\nhost: x\r\ntransfer-encoding: chunked\r\n\r\n"
                      b"2\r\nhi\r\n0\r\n")  # fmt: skip
-        try:
-            for _ in range(200):  # 2 MB of trailer fields, 10 KB a write
-                sock.sendall(b"a: b\r\n" * 1500)
-        except OSError:
-            pass  # closed on us: the answer is already there
+        _send_until_refused(sock, b"a: b\r\n" * 1500, 200)  # 2 MB of trailers, 9 KB a write
         ((status, _, body),) = _responses(sock, 1)
         assert status.startswith(b"HTTP/1.1 431")
         assert "trailer fields exceed 65536 bytes" in json.loads(body)["error"]["message"]
@@ -663,9 +673,7 @@ def test_the_lean_watch_cancels_at_once_and_only_its_block() -> None:
 
 def test_many_upgrade_requests_in_one_read_are_all_served(served: Any) -> None:
     """Each upgrade request hands the rest of the read on: a loop, not a recursion."""
-    front, port, _, _ = served
-    if front != "lean":
-        pytest.skip("uvicorn's protocol closes the connection after an upgrade request")
+    port = _lean_port(served, "uvicorn's protocol closes the connection after an upgrade request")
     with _connect(port) as sock:
         sock.sendall(b"GET /u HTTP/1.1\r\nconnection:upgrade\r\nupgrade:a\r\n\r\n" * 1500)
         answers = _responses(sock, 1500)
@@ -680,10 +688,8 @@ def test_an_upgrade_request_framed_by_no_length_is_refused(served: Any) -> None:
         sock.sendall(b"POST /c HTTP/1.1\r\nhost: x\r\nconnection: upgrade\r\n"
                      b"upgrade: websocket\r\ntransfer-encoding: gzip\r\n\r\n"
                      b"0\r\n\r\nGET /after HTTP/1.1\r\nhost: x\r\n\r\n")  # fmt: skip
-        data = b""
         sock.settimeout(5)
-        while piece := sock.recv(65536):
-            data += piece
+        data = _read_to_close(sock)
     assert data.startswith(b"HTTP/1.1 ") and b"/after" not in data
     assert data.count(b"HTTP/1.1 ") == 1
 
@@ -716,9 +722,7 @@ def test_a_timeout_is_answered_after_the_response_in_progress(
         sock.sendall(_post("/slow", b"{}") + stalled)
         time.sleep(1.5)  # three timeouts pass while /slow is unanswered
         app.release.set()
-        data = b""
-        while piece := sock.recv(65536):
-            data += piece
+        data = _read_to_close(sock)
     assert data.startswith(b"HTTP/1.1 200"), data[:200]
     assert b'"path": "/slow"' in data.split(b"\r\n\r\n", 2)[1]
     if b"HTTP/1.1 408" in data:  # the lean front answers it; uvicorn's may only close
