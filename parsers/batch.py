@@ -24,6 +24,7 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
+from parsers.atomic import atomic
 from parsers.families import reasoning_grammar, tool_grammar
 from parsers.families.base import (
     CallContext,
@@ -199,10 +200,10 @@ def _walk(
             if shape is not None:
                 # decided without the tracker (it stays unfed: a reset follows an unquoted
                 # marker; a quoted one is prose, seen again by the next check)
-                if shape.group(1) is not None:
+                if shape.group("open") is not None:
                     # the state before the open span is closed and the span starts with a
                     # backtick (no previous character matters): the next check starts there
-                    fed += shape.start(1)
+                    fed += shape.start("open")
                     rechecks += 1
                     search = end
                     continue
@@ -257,19 +258,22 @@ def _walk(
     return content, thought, calls
 
 
-# Prose after which a fresh `QuoteTracker` (as reset) is certainly not quoted (group 1 None)
-# or certainly inside an inline code span (group 1 set), in the shapes common prose has: text
+# Prose after which a fresh `QuoteTracker` (as reset) is certainly not quoted (group `open` None)
+# or certainly inside an inline code span (`open` set), in the shapes common prose has: text
 # without quote characters, a `'` or `"` right after a letter or digit (`I'm`: not an
 # opener), a closed (or newline-ended) "..." after anything else, a closed (or newline-ended)
-# single-backtick code span; group 1: a single-backtick span still open at the end (no marker
+# single-backtick code span; `open`: a single-backtick span still open at the end (no marker
 # starts with a backtick, so it opens). `[^\W_]` is `str.isalnum`. No match (an open quote,
 # `'...'`, fences, double backticks, ...): the tracker itself decides. The run of plain text
 # is spelled as ranges (every code point but `"`, `'`, `` ` ``): `re` tests a range class
 # faster than a negated list of literals, 2-5% of a whole bench parse.
 _prose = re.compile(
-    r"""(?:[\x00-!#-&(-_a-\U0010ffff]+|(?<=[^\W_])['"]|(?<![^\W_])"[^"\n]*["\n]"""
-    r"""|`(?!`)[^`\n]*(?:`(?!`)|\n))*+"""
-    r"""(`(?!`)[^`\n]*)?\Z"""
+    atomic(
+        r"""(?:[\x00-!#-&(-_a-\U0010ffff]+|(?<=[^\W_])['"]|(?<![^\W_])"[^"\n]*["\n]"""
+        r"""|`(?!`)[^`\n]*(?:`(?!`)|\n))*""",
+        "prose",
+    )
+    + r"""(?P<open>`(?!`)[^`\n]*)?\Z"""
 ).match
 prose_shape = _prose  # (for the channel families' readers)
 # Quoted markers `_prose` decides per stretch of prose before the tracker takes over (each

@@ -747,26 +747,28 @@ class KimiK3Machine(FamilyMachine):
 # `read_marker` calls text (a real marker there: None); a close marker is never quote-checked;
 # the openers taken at the top level (think, tools, call) come after a channel change (the
 # quote tracker reset) and blanks only; a value is the text up to the next token, which must
-# be its channel's close; blank text between markers outside the channels is layout.
+# be its channel's close; blank text between markers outside the channels is layout. Every
+# repeat is followed by a token its body cannot hold, so a failed match gives each character
+# back once: linear without possessive quantifiers (see `parsers.atomic` for why there are none).
 
-_B_TEXT = r"[^<]*+(?:<(?!\|(?:open|close|end_of_msg)\|>)[^<]*+)*+"  # up to the next token
+_B_TEXT = r"[^<]*(?:<(?!\|(?:open|close|end_of_msg)\|>)[^<]*)*"  # up to the next token
 _B_TOP = re.compile(
-    r"[ \t\r\n]*+(?:(?P<eof>\Z)|(?P<stop><\|close\|>message<\|sep\|>|<\|end_of_msg\|>)"
+    r"[ \t\r\n]*(?:(?P<eof>\Z)|(?P<stop><\|close\|>message<\|sep\|>|<\|end_of_msg\|>)"
     r"|<\|open\|>(?:(?P<thought>think)|(?P<response>response)|(?P<tools>tools))<\|sep\|>"
     r"|(?P<call>(?=<\|open\|>call )))"
 )
 _B_TOOLS = re.compile(
-    r"[ \t\r\n]*+(?:(?P<close><\|close\|>tools<\|sep\|>)"
+    r"[ \t\r\n]*(?:(?P<close><\|close\|>tools<\|sep\|>)"
     r"|(?P<stop><\|close\|>message<\|sep\|>|<\|end_of_msg\|>)|(?P<call>(?=<\|open\|>call )))"
 )
 # attribute values: no `<` (a token there makes the marker text) and short (`_MAX_BODY`)
 _B_CALL = re.compile(r'<\|open\|>call tool="([^"<]{0,400})"(?: index="([^"<]{0,100})")?<\|sep\|>')
 _B_ARG = re.compile(
-    r'[ \t\r\n]*+<\|open\|>(?:argument key="([^"<]{0,400})"(?: type="([^"<]{0,200})")?'
+    r'[ \t\r\n]*<\|open\|>(?:argument key="([^"<]{0,400})"(?: type="([^"<]{0,200})")?'
     rf"<\|sep\|>({_B_TEXT})<\|close\|>argument|json<\|sep\|>({_B_TEXT})<\|close\|>json)"
     r"<\|sep\|>"
 )
-_B_CALL_END = re.compile(r"[ \t\r\n]*+<\|close\|>call<\|sep\|>")
+_B_CALL_END = re.compile(r"[ \t\r\n]*<\|close\|>call<\|sep\|>")
 _THINK_CLOSE = f"{CLOSE}think{SEP}"
 _RESPONSE_CLOSE = f"{CLOSE}response{SEP}"
 _NO_TOOL_NAMES = _CHANNELS - _TOOL_CHANNELS

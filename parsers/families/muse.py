@@ -459,7 +459,7 @@ class MuseMachine(FamilyMachine):
 # most `_MAX_HEADER` characters with `assistant to=`), any
 # other `<|start|>`, the end of output, or (nothing) a bare header
 _B_BOUNDARY = re.compile(
-    rf"[ \t\r\n]*+(?:<\|start\|>assistant to=(?P<to>[^\s<]{{1,{_MAX_HEADER - 13}}})<\|message\|>"
+    rf"[ \t\r\n]*(?:<\|start\|>assistant to=(?P<to>[^\s<]{{1,{_MAX_HEADER - 13}}})<\|message\|>"
     r"|(?P<start><\|start\|>)|(?P<end>\Z))?"
 )
 _BARE_WINDOW = len(_ROLE) + _MAX_HEADER + len(MESSAGE)  # enough for any bare header
@@ -553,9 +553,9 @@ def _batch_body(
         if quotes is None and rechecks < 8:
             shape = prose_shape(text[check : mk.start()])
             if shape is not None:
-                if shape.group(1) is None:
+                if shape.group("open") is None:
                     return False  # unquoted: it ends the body (the engine's)
-                check += shape.start(1)  # in an open code span: resumes at its backtick
+                check += shape.start("open")  # in an open code span: resumes at its backtick
                 rechecks += 1
                 fed = mk.end()
                 continue

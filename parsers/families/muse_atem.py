@@ -334,21 +334,23 @@ class AtemScanner(Record):
 # blank invoke name, a malformed or unterminated tag): None, the engine's.
 
 _B_TOP = re.compile(
-    r"[ \t\r\n]*+(?:(?P<block><atem:function_calls>|</atem:function_calls>)"
+    r"[ \t\r\n]*(?:(?P<block><atem:function_calls>|</atem:function_calls>)"
     r"|(?P<invoke>(?=<atem:invoke))|(?P<end>\Z))"
 )
 # blanks, then a parameter tag (`_PARAM_TAG`) or the invoke's close
 _B_PARAM = re.compile(
-    r"""[ \t\r\n]*+(?:<atem:parameter\s+name\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)')\s*>"""
+    r"""[ \t\r\n]*(?:<atem:parameter\s+name\s*=\s*(?:"([^"<>]*)"|'([^'<>]*)')\s*>"""
     r"|(</atem:invoke>))"
 )
-_B_VALUE = r"[^<]*+(?:<(?!/atem:parameter>)[^<]*+)*+"  # up to the first `</atem:parameter>`
+_B_VALUE = r"[^<]*(?:<(?!/atem:parameter>)[^<]*)*"  # up to the first `</atem:parameter>`
 # a whole invoke in the most common spelling (`name="..."`, no blanks inside tags): its name,
 # and its parameters for `_B_PARAMS` (each value to the first `</atem:parameter>`, as the
-# scanner reads it; the possessive repeat keeps it so)
+# scanner reads it: a value cannot hold that close). Every repeat in these regexes is followed
+# by a tag its body cannot hold, so a failed match gives each character back once: linear
+# without possessive quantifiers (see `parsers.atomic` for why there are none).
 _B_INVOKE = re.compile(
-    rf'<atem:invoke name="([^"<>]*)">((?:[ \t\r\n]*+<atem:parameter name="[^"<>]*">{_B_VALUE}'
-    r"</atem:parameter>)*+)[ \t\r\n]*+</atem:invoke>"
+    rf'<atem:invoke name="([^"<>]*)">((?:[ \t\r\n]*<atem:parameter name="[^"<>]*">{_B_VALUE}'
+    r"</atem:parameter>)*)[ \t\r\n]*</atem:invoke>"
 )
 _B_PARAMS = re.compile(rf'<atem:parameter name="([^"<>]*)">({_B_VALUE})</atem:parameter>')
 _key_json = lru_cache(maxsize=512)(dumps)  # `"key":` of the keys a response repeats

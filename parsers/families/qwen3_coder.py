@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from parsers.atomic import atomic
 from parsers.families.base import (
     BatchCall,
     CallArgs,
@@ -653,13 +654,18 @@ def _tagged_function(
 # and the sinks use: equal bytes when no key repeats).
 _PLAIN_VALUE = r"[^<]*(?:<(?!/?(?:parameter|function|tool_call))[^<]*)*"
 _PLAIN_PARAM = rf"[ \t\r\n]*<parameter=([^>]*)>({_PLAIN_VALUE})</parameter>"
-# the first `_PLAIN_GROUPS` parameters captured by the match itself (possessive: a block that
-# does not match fails without retrying other splits), any further ones by `_PLAIN_PARAMS`
+# the first `_PLAIN_GROUPS` parameters captured by the match itself, any further ones by
+# `_PLAIN_PARAMS`; atomic, so a block that does not match fails without retrying the 2**8
+# ways of spreading its parameters over the optional groups
 _PLAIN_GROUPS = 8
 _PLAIN_FUNCTION = re.compile(
     r"<function=([^<>{}\s]+)>"
-    + rf"(?:{_PLAIN_PARAM})?+" * _PLAIN_GROUPS
-    + rf"((?:[ \t\r\n]*<parameter=[^>]*>{_PLAIN_VALUE}</parameter>)*+)[ \t\r\n]*</function>"
+    + atomic(
+        rf"(?:{_PLAIN_PARAM})?" * _PLAIN_GROUPS
+        + rf"((?:[ \t\r\n]*<parameter=[^>]*>{_PLAIN_VALUE}</parameter>)*)",
+        "params",
+    )
+    + r"[ \t\r\n]*</function>"
 )
 _PLAIN_PARAMS = re.compile(_PLAIN_PARAM)
 _NULL_WORDS = {"": (), "null": ("null",), "null_none": ("null", "none")}
@@ -671,12 +677,11 @@ def _plain_function(
     m = _PLAIN_FUNCTION.match(text, i)
     if m is None:
         return None
-    groups = m.groups()
-    name = groups[0]
+    name, _, *groups = m.groups()  # the name, the atomic wrapper, then the parameters
     if len(name) > _MAX_NAME:
         return None
     params: list[tuple[str, str]] = [
-        (k, v) for k, v in zip(groups[1:-1:2], groups[2:-1:2], strict=True) if k is not None
+        (k, v) for k, v in zip(groups[0:-1:2], groups[1:-1:2], strict=True) if k is not None
     ]
     if groups[-1]:
         params += _PLAIN_PARAMS.findall(groups[-1])
