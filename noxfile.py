@@ -1,5 +1,5 @@
 """Project sessions: `nox -s build` (main job), `test`, `test-plain`, `test-v1`, `test-v2`, `lint`,
-`bench`.
+`bench`, `images`, `test-image`.
 
 Every session installs from `constraints.txt`, so tool and library versions are pinned.
 """
@@ -126,6 +126,16 @@ def build(session: nox.Session) -> None:
     _install(session, "test")
     session.install(*CONSTRAINTS, "pip")  # the wheelhouse is made with `pip download`
     session.run("buildtool", "images", "build", *session.posargs)
+
+
+@nox.session(name="test-image", python="3.11")
+def test_image(session: nox.Session) -> None:
+    """The parser, sidecar, routing and selection suites inside the built sidecar-vllm image, on
+    its own python3 (Debian 12's) and installed packages; after `nox -s build`. Arguments:
+    test paths, or `--image NAME`."""
+    _install(session, "test")
+    session.install(*CONSTRAINTS, "pip")  # the test tools for the image: pip install --target
+    session.run("python", "tests/images/in_image.py", *session.posargs)
 
 
 @nox.session(python="3.11")

@@ -4,9 +4,11 @@
 set -euo pipefail
 
 # python3-venv: scripts/setup.sh makes the task runner's venv (Debian's python3 is externally
-# managed). SIDECAR_FORGE_NO_ENGINE=1: no Docker engine (a container without one).
+# managed). make, gcc and libc6-dev: the make cache tests build C. util-linux (setpriv) is
+# essential in Debian, so always there. SIDECAR_FORGE_NO_ENGINE=1: no Docker engine (a
+# container without one).
 no_engine=${SIDECAR_FORGE_NO_ENGINE:-0}
-packages=(debootstrap b3sum shellcheck make git python3-venv)
+packages=(debootstrap b3sum shellcheck make gcc libc6-dev git python3-venv)
 [[ "$no_engine" == 1 ]] || packages+=(docker.io)
 missing=()
 for p in "${packages[@]}"; do

@@ -14,12 +14,14 @@ from pathlib import Path
 
 import pytest
 
+import parsers
 from parsers.families.base import ReasoningGrammar, ToolGrammar
 from parsers.family import Family
 from parsers.registry import FAMILIES, REASONING_PARSERS, TOOL_PARSERS
 from sidecar.prompt import builtin_name
 
-ROOT = Path(__file__).resolve().parents[2]
+# where the packages under test live: the checkout, or site-packages inside the built image
+ROOT = Path(parsers.__file__).resolve().parents[1]
 FAMILY_DIR = ROOT / "parsers" / "families"
 TEMPLATES = ROOT / "sidecar" / "templates"
 # The family contract and helpers every family may use: not any one family's module.

@@ -76,3 +76,47 @@ def test_v1_is_not_quote_aware(opener: Opener) -> None:
     assert early + late == text
     # V1 held back everything from the opener on until the end of output
     assert opener.opener not in early
+
+
+@pytest.mark.parametrize("reasoning", ["deepseek_v41", "glm45", "qwen3"])
+def test_quoted_marker_keeps_the_whole_answer_on_every_python(reasoning: str) -> None:
+    # CPython before 3.11.5 (Debian 12 ships 3.11.2) mis-matched possessive quantifiers: the
+    # prose scan then read `The literal "` as plain prose and the rest became markup or
+    # reasoning. The parsers use no possessive quantifier or atomic group (parsers.atomic).
+    text = 'The literal "<think>" marker is part of the explanation.'
+    prompt = {"deepseek_v41": "<｜User｜>hi\n<｜Assistant｜>"}.get(reasoning)
+    tool = {"deepseek_v41": "deepseek_v41", "glm45": "glm47", "qwen3": "hermes"}[reasoning]
+    kw: dict[str, object] = {
+        "tool_parser": tool,
+        "reasoning_parser": reasoning,
+        "prompt": prompt,
+        "generation": 2,
+    }
+    for msg in (parse(text, **kw), stream([text], **kw)):  # type: ignore[arg-type]
+        assert (msg.route, msg.content, msg.reasoning_content) == ("parser_v2", text, None)
+
+
+def test_no_possessive_quantifier_or_atomic_group_in_any_parser_regex() -> None:
+    import importlib
+    import pkgutil
+    import re
+    import sys
+
+    import parsers
+
+    for info in pkgutil.walk_packages(parsers.__path__, "parsers."):
+        importlib.import_module(info.name)
+    # every compiled pattern reachable from the parsers' modules (sre_parse spells both as
+    # POSSESSIVE_REPEAT / ATOMIC_GROUP; the plain text check is enough and version-proof)
+    shapes = re.compile(r"(?<!\\)(?:[*+?}]\+|\(\?>)")
+    found = []
+    for name, module in list(sys.modules.items()):
+        if name != "parsers" and not name.startswith("parsers."):
+            continue
+        for attr, value in vars(module).items():
+            pattern = getattr(value, "pattern", None) or getattr(
+                getattr(value, "__self__", None), "pattern", None
+            )
+            if isinstance(pattern, str) and shapes.search(pattern):
+                found.append(f"{name}.{attr}")
+    assert parsers.__name__ == "parsers" and not found, found

@@ -184,7 +184,7 @@ def _make_ca(tmp: Path) -> tuple[Path, Path, Path]:
     """A CA and a server certificate for 127.0.0.1 signed by it (openssl)."""
     openssl = shutil.which("openssl")
     if openssl is None:
-        pytest.fail("openssl is needed to make the test CA")
+        pytest.skip("openssl (Debian's openssl package) is not installed: it makes the test CA")
 
     def run(*args: str) -> None:
         subprocess.run([openssl, *args], check=True, capture_output=True, cwd=tmp)
