@@ -45,7 +45,7 @@ DEPS_CACHE = ROOT / ".reports" / "image-test-deps"
 PTH = "zz-sidecar-forge-test-tools.pth"
 PREAMBLE = (
     "set -e; "
-    'site=$(python3 -c "import sysconfig; print(sysconfig.get_paths()[\'purelib\'])"); '
+    "site=$(python3 -c \"import sysconfig; print(sysconfig.get_paths()['purelib'])\"); "
     f'printf "/opt/test-tools\\n/opt/test-deps\\n" > "$site/{PTH}"; '
 )
 # Fails the run when a shipped package would come from anywhere but the image's venv.

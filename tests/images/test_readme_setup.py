@@ -22,6 +22,7 @@ from images_support import ROOT
 from buildtool.images.engine import Engine
 from buildtool.images.targets import DEFAULT_BASE_IMAGE
 
+
 def readme_commands() -> list[str]:
     """The shell commands in README's quick start, in order."""
     text = (ROOT / "README.md").read_text()

@@ -19,10 +19,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # parser_samples, run as a script
 
-from parser_samples import all_lossless, all_openers, all_samples  # noqa: E402
+from parser_samples import all_lossless, all_openers, all_samples
 
-from parsers import ParsedMessage, parse, stream  # noqa: E402
-from parsers.ids import counter_ids  # noqa: E402
+from parsers import ParsedMessage, parse, stream
+from parsers.ids import counter_ids
 
 PROSE = (
     'The literal "{m}" marker is part of the explanation.',
