@@ -63,7 +63,7 @@ def image_platform(engine: Engine, image: str) -> str:
     return f"{attrs.get('Os', 'linux')}/{attrs['Architecture']}"
 
 
-def test_deps(platform: str, dest: Path = DEPS_CACHE) -> Path:
+def tools_for(platform: str, dest: Path = DEPS_CACHE) -> Path:
     """The test tools for `platform` and Python 3.11 in `dest/<key>` (made once per key)."""
     constraints = ROOT / "constraints.txt"
     key = hashlib.sha256(
@@ -160,7 +160,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not engine.image_exists(args.image):
         print(f"in-image: image {args.image} not found: build it first (nox -s build)")
         return 2
-    deps = test_deps(image_platform(engine, args.image))
+    deps = tools_for(image_platform(engine, args.image))
     out = ROOT / ".reports" / "test-image"
     report = out / "junit.xml"
     report.unlink(missing_ok=True)

@@ -15,7 +15,7 @@ import sys
 
 import pytest
 from images_support import ROOT
-from in_image import image_platform, run, test_deps
+from in_image import image_platform, run, tools_for
 
 from buildtool.images.engine import Engine
 
@@ -28,7 +28,7 @@ def test_the_image_parses_every_corpus_case_as_the_host(
     engine: Engine, sidecar_images: dict[str, str]
 ) -> None:
     image = next(iter(sidecar_images.values()))
-    deps = test_deps(image_platform(engine, image))
+    deps = tools_for(image_platform(engine, image))
     status, shipped = run(engine, image, f"python3 {CORPUS}", deps, echo=False)
     assert status == 0, shipped[-3000:]
     host = subprocess.run(
