@@ -203,7 +203,7 @@ def _arguments(value: Any, path: str) -> Any:
             return {}
         check_free_form(decoded, path)
         return decoded
-    if isinstance(value, dict | list):
+    if isinstance(value, dict):
         check_free_form(value, path)
         return value
     if value is None:
