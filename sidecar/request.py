@@ -180,7 +180,8 @@ def _parts(content: Any, path: str) -> tuple[str, ...]:
             continue
         if not isinstance(part, dict):
             raise _wrong(where, "a text part object", part)
-        key = _TEXT_PARTS.get(part.get("type"))  # type: ignore[arg-type]
+        kind = part.get("type")
+        key = _TEXT_PARTS.get(kind) if isinstance(kind, str) else None
         if key is None:
             raise bad_request(
                 f"'{path}' parts must be text parts (this sidecar serves text); "
