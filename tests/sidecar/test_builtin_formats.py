@@ -1,0 +1,231 @@
+"""The built-in templates write each family's official prompt format.
+
+For every family, the same conversations (system prompt, tools declared, a tool round trip,
+multi-turn with reasoning, parallel calls, thinking on and off, non-ASCII text) are rendered by
+the sidecar's renderer with the family's built-in template and compared byte for byte with the
+prompt the family's official format gives, written out by hand below from its facts (turn
+markers, tool declaration, tool results, thinking defaults, BOS; docs/sidecar.md, "Prompt
+formats").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from sidecar.prompt import ChatTemplate
+
+
+@dataclass(frozen=True)
+class Conversation:
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None = None
+    thinking: bool | None = None  # the sidecar's switch; None: the template's own default
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather of a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "description": "City name"}},
+            "required": ["city"],
+        },
+    },
+}
+TIME = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "description": "Local time",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "utc": {"type": "boolean"}},
+        },
+    },
+}
+
+
+def _call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+CONVERSATIONS: dict[str, Conversation] = {
+    "system": Conversation(
+        [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Hello"}]
+    ),
+    "tools_declared": Conversation(
+        [
+            {"role": "system", "content": "You are terse."},
+            {"role": "user", "content": "Weather in Paris?"},
+        ],
+        tools=[WEATHER, TIME],
+    ),
+    "tool_round_trip": Conversation(
+        [
+            {"role": "user", "content": "Weather in Paris?"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [_call("call_1", "get_weather", '{"city": "Paris"}')],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": "18C, sunny"},
+        ],
+        tools=[WEATHER],
+    ),
+    "multi_turn_reasoning": Conversation(
+        [
+            {"role": "user", "content": "2+2?"},
+            {"role": "assistant", "reasoning_content": "Add them.", "content": "4"},
+            {"role": "user", "content": "And 3+3?"},
+            {"role": "assistant", "reasoning_content": "Add again.", "content": "6"},
+            {"role": "user", "content": "Thanks"},
+        ]
+    ),
+    "parallel_calls": Conversation(
+        [
+            {"role": "user", "content": "Weather and time in Paris?"},
+            {
+                "role": "assistant",
+                "reasoning_content": "Two tools.",
+                "content": "Checking.",
+                "tool_calls": [
+                    _call("call_1", "get_weather", '{"city": "Paris"}'),
+                    _call("call_2", "get_time", '{"city": "Paris", "utc": true}'),
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": "18C"},
+            {"role": "tool", "tool_call_id": "call_2", "content": "09:00"},
+        ],
+        tools=[WEATHER, TIME],
+    ),
+    "thinking_on": Conversation([{"role": "user", "content": "Hi"}], thinking=True),
+    "thinking_off": Conversation([{"role": "user", "content": "Hi"}], thinking=False),
+    "non_ascii": Conversation(
+        [
+            {"role": "system", "content": "Réponds en français."},
+            {"role": "user", "content": "Grüße, 你好 — ¿qué tal? 🌤"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [_call("call_1", "get_weather", '{"city": "Zürich"}')],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": "Température : 18 °C"},
+        ],
+        tools=[WEATHER],
+    ),
+}
+
+# -- Qwen3 (hermes): ChatML; tools as JSON lines; calls as JSON in <tool_call> ------------------
+
+Q3_TOOLS_HEAD = (
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
+)
+Q3_TOOLS_TAIL = (
+    "\n</tools>\n\nFor each function call, return a json object with function name and "
+    "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+    '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n'
+)
+Q3_WEATHER = (
+    '\n{"type": "function", "function": {"name": "get_weather", "description": '
+    '"Weather of a city", "parameters": {"type": "object", "properties": {"city": '
+    '{"type": "string", "description": "City name"}}, "required": ["city"]}}}'
+)
+Q3_TIME = (
+    '\n{"type": "function", "function": {"name": "get_time", "description": "Local time", '
+    '"parameters": {"type": "object", "properties": {"city": {"type": "string"}, '
+    '"utc": {"type": "boolean"}}}}}'
+)
+
+QWEN3 = {
+    "system": "<|im_start|>system\nYou are terse.<|im_end|>\n"
+    "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n",
+    "tools_declared": "<|im_start|>system\nYou are terse.\n\n"
+    + Q3_TOOLS_HEAD
+    + Q3_WEATHER
+    + Q3_TIME
+    + Q3_TOOLS_TAIL
+    + "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n",
+    # tool results go back as a user turn
+    "tool_round_trip": "<|im_start|>system\n"
+    + Q3_TOOLS_HEAD
+    + Q3_WEATHER
+    + Q3_TOOLS_TAIL
+    + "<|im_start|>user\nWeather in Paris?<|im_end|>\n"
+    '<|im_start|>assistant\n<tool_call>\n{"name": "get_weather", "arguments": '
+    '{"city": "Paris"}}\n</tool_call><|im_end|>\n'
+    "<|im_start|>user\n<tool_response>\n18C, sunny\n</tool_response><|im_end|>\n"
+    "<|im_start|>assistant\n",
+    # reasoning of turns before the last query is dropped
+    "multi_turn_reasoning": "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n4<|im_end|>\n"
+    "<|im_start|>user\nAnd 3+3?<|im_end|>\n<|im_start|>assistant\n6<|im_end|>\n"
+    "<|im_start|>user\nThanks<|im_end|>\n<|im_start|>assistant\n",
+    "parallel_calls": "<|im_start|>system\n"
+    + Q3_TOOLS_HEAD
+    + Q3_WEATHER
+    + Q3_TIME
+    + Q3_TOOLS_TAIL
+    + "<|im_start|>user\nWeather and time in Paris?<|im_end|>\n"
+    "<|im_start|>assistant\n<think>\nTwo tools.\n</think>\n\nChecking.\n"
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
+    '<tool_call>\n{"name": "get_time", "arguments": {"city": "Paris", "utc": true}}\n'
+    "</tool_call><|im_end|>\n"
+    "<|im_start|>user\n<tool_response>\n18C\n</tool_response>\n<tool_response>\n09:00\n"
+    "</tool_response><|im_end|>\n<|im_start|>assistant\n",
+    "thinking_on": "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n",
+    "thinking_off": "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+    "<think>\n\n</think>\n\n",
+    "non_ascii": "<|im_start|>system\nRéponds en français.\n\n"
+    + Q3_TOOLS_HEAD
+    + Q3_WEATHER
+    + Q3_TOOLS_TAIL
+    + "<|im_start|>user\nGrüße, 你好 — ¿qué tal? 🌤<|im_end|>\n"
+    '<|im_start|>assistant\n<tool_call>\n{"name": "get_weather", "arguments": '
+    '{"city": "Zürich"}}\n</tool_call><|im_end|>\n'
+    "<|im_start|>user\n<tool_response>\nTempérature : 18 °C\n</tool_response><|im_end|>\n"
+    "<|im_start|>assistant\n",
+}
+
+
+@dataclass(frozen=True)
+class Format:
+    family: str
+    tool_parser: str
+    expected: dict[str, str]
+    special_tokens: dict[str, str] = field(default_factory=dict)
+
+
+FORMATS: dict[str, Format] = {
+    "qwen3": Format("qwen3", "hermes", QWEN3),
+}
+
+
+def render(fmt: Format, name: str) -> str:
+    conv = CONVERSATIONS[name]
+    template = ChatTemplate.builtin(fmt.family, fmt.tool_parser, fmt.special_tokens)
+    return template.render(
+        [dict(m) for m in conv.messages],
+        conv.tools,
+        thinking=conv.thinking,
+        template_kwargs=conv.kwargs,
+    )
+
+
+CASES = [(f, n) for f, fmt in FORMATS.items() for n in fmt.expected]
+
+
+@pytest.mark.parametrize(("family", "name"), CASES, ids=[f"{f}-{n}" for f, n in CASES])
+def test_builtin_writes_the_official_format(family: str, name: str) -> None:
+    fmt = FORMATS[family]
+    assert render(fmt, name) == fmt.expected[name]
+
+
+def test_every_shape_is_compared_for_every_family() -> None:
+    for key, fmt in FORMATS.items():
+        assert set(fmt.expected) == set(CONVERSATIONS), key
