@@ -192,6 +192,87 @@ QWEN3 = {
     "<|im_start|>assistant\n",
 }
 
+# -- Qwen3-Coder: ChatML; tools declared as XML; calls as <function=NAME><parameter=KEY> --------
+
+QC_DEFAULT_SYSTEM = (
+    "You are Qwen, a helpful AI assistant that can interact with a computer to solve tasks."
+)
+QC_TOOLS_HEAD = "\n\n# Tools\n\nYou have access to the following functions:\n\n<tools>"
+QC_WEATHER = (
+    "\n<function>\n<name>get_weather</name>\n<description>Weather of a city</description>"
+    "\n<parameters>\n<parameter>\n<name>city</name>\n<type>string</type>"
+    "\n<description>City name</description>\n</parameter>"
+    '\n<required>["city"]</required>\n</parameters>\n</function>'
+)
+QC_TIME = (
+    "\n<function>\n<name>get_time</name>\n<description>Local time</description>"
+    "\n<parameters>\n<parameter>\n<name>city</name>\n<type>string</type>\n</parameter>"
+    "\n<parameter>\n<name>utc</name>\n<type>boolean</type>\n</parameter>"
+    "\n</parameters>\n</function>"
+)
+QC_TOOLS_TAIL = (
+    "\n</tools>\n\nIf you choose to call a function ONLY reply in the following format with NO "
+    "suffix:\n\n<tool_call>\n<function=example_function_name>\n"
+    "<parameter=example_parameter_1>\nvalue_1\n</parameter>\n"
+    "<parameter=example_parameter_2>\nThis is the value for the second parameter\n"
+    "that can span\nmultiple lines\n</parameter>\n</function>\n</tool_call>\n\n"
+    "<IMPORTANT>\nReminder:\n- Function calls MUST follow the specified format: an inner "
+    "<function=...></function> block must be nested within <tool_call></tool_call> XML tags\n"
+    "- Required parameters MUST be specified\n- You may provide optional reasoning for your "
+    "function call in natural language BEFORE the function call, but NOT after\n"
+    "- If there is no function call available, answer the question like normal with your "
+    "current knowledge and do not tell the user about function calls\n</IMPORTANT><|im_end|>\n"
+)
+
+QWEN3_CODER = {
+    "system": "<|im_start|>system\nYou are terse.<|im_end|>\n"
+    "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n",
+    "tools_declared": "<|im_start|>system\nYou are terse."
+    + QC_TOOLS_HEAD
+    + QC_WEATHER
+    + QC_TIME
+    + QC_TOOLS_TAIL
+    + "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n",
+    "tool_round_trip": "<|im_start|>system\n"
+    + QC_DEFAULT_SYSTEM
+    + QC_TOOLS_HEAD
+    + QC_WEATHER
+    + QC_TOOLS_TAIL
+    + "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n"
+    "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+    "</function>\n</tool_call><|im_end|>\n"
+    "<|im_start|>user\n<tool_response>\n18C, sunny\n</tool_response>\n<|im_end|>\n"
+    "<|im_start|>assistant\n",
+    # no reasoning is kept
+    "multi_turn_reasoning": "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n4<|im_end|>\n"
+    "<|im_start|>user\nAnd 3+3?<|im_end|>\n<|im_start|>assistant\n6<|im_end|>\n"
+    "<|im_start|>user\nThanks<|im_end|>\n<|im_start|>assistant\n",
+    # argument values as text: a boolean as Python writes it
+    "parallel_calls": "<|im_start|>system\n"
+    + QC_DEFAULT_SYSTEM
+    + QC_TOOLS_HEAD
+    + QC_WEATHER
+    + QC_TIME
+    + QC_TOOLS_TAIL
+    + "<|im_start|>user\nWeather and time in Paris?<|im_end|>\n<|im_start|>assistant\n"
+    "Checking.\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+    "</function>\n</tool_call>\n<tool_call>\n<function=get_time>\n<parameter=city>\nParis\n"
+    "</parameter>\n<parameter=utc>\nTrue\n</parameter>\n</function>\n</tool_call><|im_end|>\n"
+    "<|im_start|>user\n<tool_response>\n18C\n</tool_response>\n"
+    "<tool_response>\n09:00\n</tool_response>\n<|im_end|>\n<|im_start|>assistant\n",
+    "thinking_on": "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n",
+    "thinking_off": "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n",
+    "non_ascii": "<|im_start|>system\nRéponds en français."
+    + QC_TOOLS_HEAD
+    + QC_WEATHER
+    + QC_TOOLS_TAIL
+    + "<|im_start|>user\nGrüße, 你好 — ¿qué tal? 🌤<|im_end|>\n<|im_start|>assistant\n"
+    "<tool_call>\n<function=get_weather>\n<parameter=city>\nZürich\n</parameter>\n"
+    "</function>\n</tool_call><|im_end|>\n"
+    "<|im_start|>user\n<tool_response>\nTempérature : 18 °C\n</tool_response>\n<|im_end|>\n"
+    "<|im_start|>assistant\n",
+}
+
 
 @dataclass(frozen=True)
 class Format:
@@ -203,6 +284,7 @@ class Format:
 
 FORMATS: dict[str, Format] = {
     "qwen3": Format("qwen3", "hermes", QWEN3),
+    "qwen3_coder": Format("qwen3", "qwen3_coder", QWEN3_CODER),
 }
 
 
