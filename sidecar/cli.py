@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from parsers.errors import ConfigError
-from parsers.registry import FAMILIES
+from parsers.registry import FAMILIES, normalize
 from parsers.settings import load_settings
 from sidecar.config import (
     DEFAULT_BODY_TIMEOUT,
@@ -224,7 +224,9 @@ def configure(
         reasoning_parser=args.reasoning_parser,
         thinking_default=thinking_default,
     )
-    template = choose_template(args, settings.family, settings.tool_parser)
+    # the tool parser as named: an alias may pick its own model generation's template
+    named = normalize(args.tool_call_parser) if args.tool_call_parser else None
+    template = choose_template(args, settings.family, named or settings.tool_parser)
     config = SidecarConfig(
         engine=engine,
         engine_url=args.engine_url,

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from sidecar.cli import _parser, configure
 from sidecar.prompt import ChatTemplate
 
 
@@ -273,6 +274,85 @@ QWEN3_CODER = {
     "<|im_start|>assistant\n",
 }
 
+# -- GLM: `[gMASK]<sop>`; <|role|> turn markers; calls as <tool_call>NAME<arg_key>..<arg_value> --
+
+WEATHER_JSON = Q3_WEATHER[1:]
+TIME_JSON = Q3_TIME[1:]
+GLM_TOOLS_HEAD = (
+    "<|system|>\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
+)
+GLM_INSTRUCTION = (
+    "</tools>\n\nFor each function call, output the function name and arguments within the "
+    "following XML format:\n"
+)
+GLM47_TOOLS_TAIL = GLM_INSTRUCTION + (
+    "<tool_call>{function-name}<arg_key>{arg-key-1}</arg_key><arg_value>{arg-value-1}"
+    "</arg_value><arg_key>{arg-key-2}</arg_key><arg_value>{arg-value-2}</arg_value>..."
+    "</tool_call>"
+)
+GLM45_TOOLS_TAIL = GLM_INSTRUCTION + (
+    "<tool_call>{function-name}\n<arg_key>{arg-key-1}</arg_key>\n<arg_value>{arg-value-1}"
+    "</arg_value>\n<arg_key>{arg-key-2}</arg_key>\n<arg_value>{arg-value-2}</arg_value>\n...\n"
+    "</tool_call>"
+)
+GLM47_W = "[gMASK]<sop>" + GLM_TOOLS_HEAD + WEATHER_JSON + "\n" + GLM47_TOOLS_TAIL
+GLM47_WT = (
+    "[gMASK]<sop>" + GLM_TOOLS_HEAD + WEATHER_JSON + "\n" + TIME_JSON + "\n" + GLM47_TOOLS_TAIL
+)
+GLM45_W = "[gMASK]<sop>" + GLM_TOOLS_HEAD + WEATHER_JSON + "\n" + GLM45_TOOLS_TAIL
+GLM45_WT = (
+    "[gMASK]<sop>" + GLM_TOOLS_HEAD + WEATHER_JSON + "\n" + TIME_JSON + "\n" + GLM45_TOOLS_TAIL
+)
+
+# GLM-4.7: no newlines after turn markers; history turns open with `</think>`; `<think>` prefilled
+GLM47 = {
+    "system": "[gMASK]<sop><|system|>You are terse.<|user|>Hello<|assistant|><think>",
+    "tools_declared": GLM47_WT
+    + "<|system|>You are terse.<|user|>Weather in Paris?<|assistant|><think>",
+    "tool_round_trip": GLM47_W + "<|user|>Weather in Paris?<|assistant|></think>"
+    "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>"
+    "<|observation|><tool_response>18C, sunny</tool_response><|assistant|><think>",
+    "multi_turn_reasoning": "[gMASK]<sop><|user|>2+2?<|assistant|></think>4<|user|>And 3+3?"
+    "<|assistant|></think>6<|user|>Thanks<|assistant|><think>",
+    "parallel_calls": GLM47_WT + "<|user|>Weather and time in Paris?<|assistant|>"
+    "<think>Two tools.</think>Checking.<tool_call>get_weather<arg_key>city</arg_key>"
+    "<arg_value>Paris</arg_value></tool_call><tool_call>get_time<arg_key>city</arg_key>"
+    "<arg_value>Paris</arg_value><arg_key>utc</arg_key><arg_value>true</arg_value></tool_call>"
+    "<|observation|><tool_response>18C</tool_response><tool_response>09:00</tool_response>"
+    "<|assistant|><think>",
+    "thinking_on": "[gMASK]<sop><|user|>Hi<|assistant|><think>",
+    "thinking_off": "[gMASK]<sop><|user|>Hi<|assistant|></think>",
+    "non_ascii": GLM47_W + "<|system|>Réponds en français.<|user|>Grüße, 你好 — ¿qué tal? 🌤"
+    "<|assistant|></think><tool_call>get_weather<arg_key>city</arg_key><arg_value>Zürich"
+    "</arg_value></tool_call><|observation|><tool_response>Température : 18 °C"
+    "</tool_response><|assistant|><think>",
+}
+
+# GLM-4.5 / 4.6: a newline after turn markers; `<think></think>` on history turns; `/nothink`
+GLM45 = {
+    "system": "[gMASK]<sop><|system|>\nYou are terse.<|user|>\nHello<|assistant|>",
+    "tools_declared": GLM45_WT
+    + "<|system|>\nYou are terse.<|user|>\nWeather in Paris?<|assistant|>",
+    "tool_round_trip": GLM45_W + "<|user|>\nWeather in Paris?<|assistant|>\n<think></think>\n"
+    "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>"
+    "<|observation|>\n<tool_response>\n18C, sunny\n</tool_response><|assistant|>",
+    "multi_turn_reasoning": "[gMASK]<sop><|user|>\n2+2?<|assistant|>\n<think></think>\n4"
+    "<|user|>\nAnd 3+3?<|assistant|>\n<think></think>\n6<|user|>\nThanks<|assistant|>",
+    "parallel_calls": GLM45_WT + "<|user|>\nWeather and time in Paris?<|assistant|>\n"
+    "<think>Two tools.</think>\nChecking.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n"
+    "<arg_value>Paris</arg_value>\n</tool_call>\n<tool_call>get_time\n<arg_key>city</arg_key>\n"
+    "<arg_value>Paris</arg_value>\n<arg_key>utc</arg_key>\n<arg_value>true</arg_value>\n"
+    "</tool_call><|observation|>\n<tool_response>\n18C\n</tool_response>\n<tool_response>\n"
+    "09:00\n</tool_response><|assistant|>",
+    "thinking_on": "[gMASK]<sop><|user|>\nHi<|assistant|>",
+    "thinking_off": "[gMASK]<sop><|user|>\nHi/nothink<|assistant|>\n<think></think>",
+    "non_ascii": GLM45_W + "<|system|>\nRéponds en français.<|user|>\nGrüße, 你好 — ¿qué tal? 🌤"
+    "<|assistant|>\n<think></think>\n<tool_call>get_weather\n<arg_key>city</arg_key>\n"
+    "<arg_value>Zürich</arg_value>\n</tool_call><|observation|>\n<tool_response>\n"
+    "Température : 18 °C\n</tool_response><|assistant|>",
+}
+
 
 @dataclass(frozen=True)
 class Format:
@@ -285,6 +365,8 @@ class Format:
 FORMATS: dict[str, Format] = {
     "qwen3": Format("qwen3", "hermes", QWEN3),
     "qwen3_coder": Format("qwen3", "qwen3_coder", QWEN3_CODER),
+    "glm47": Format("glm", "glm47", GLM47),
+    "glm45": Format("glm", "glm45", GLM45),
 }
 
 
@@ -311,3 +393,16 @@ def test_builtin_writes_the_official_format(family: str, name: str) -> None:
 def test_every_shape_is_compared_for_every_family() -> None:
     for key, fmt in FORMATS.items():
         assert set(fmt.expected) == set(CONVERSATIONS), key
+
+
+@pytest.mark.parametrize(
+    ("flag", "served"),
+    [("glm45", "glm45.jinja"), ("GLM45", "glm45.jinja"), ("glm47", "glm.jinja")],
+)
+def test_the_tool_parser_as_named_picks_its_generations_template(flag: str, served: str) -> None:
+    # `glm45` and `glm47` share one grammar; the name given says which GLM generation is served
+    args = _parser("vllm").parse_args(
+        ["--engine-url", "http://127.0.0.1:9", "--model", "m", "--tool-call-parser", flag]
+    )
+    _, _, template = configure("vllm", args, {})
+    assert template.name == f"built-in {served}"
