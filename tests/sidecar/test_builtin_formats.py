@@ -353,6 +353,57 @@ GLM45 = {
     "Température : 18 °C\n</tool_response><|assistant|>",
 }
 
+# -- Gemma 4: BOS; <|turn>ROLE ... <turn|>; its own declaration syntax; results in the model turn --
+
+GQ = '<|"|>'  # Gemma's string quote token
+G4_W = (
+    f"<|tool>declaration:get_weather{{description:{GQ}Weather of a city{GQ},parameters:{{"
+    f"properties:{{city:{{description:{GQ}City name{GQ},type:{GQ}STRING{GQ}}}}},"
+    f"required:[{GQ}city{GQ}],type:{GQ}OBJECT{GQ}}}}}<tool|>"
+)
+G4_T = (
+    f"<|tool>declaration:get_time{{description:{GQ}Local time{GQ},parameters:{{"
+    f"properties:{{city:{{type:{GQ}STRING{GQ}}},utc:{{type:{GQ}BOOLEAN{GQ}}}}},"
+    f"type:{GQ}OBJECT{GQ}}}}}<tool|>"
+)
+G4_OFF = "<|turn>model\n<|channel>thought\n<channel|>"  # thinking off: an empty thought channel
+
+GEMMA4 = {
+    "system": "<bos><|turn>system\nYou are terse.<turn|>\n<|turn>user\nHello<turn|>\n" + G4_OFF,
+    "tools_declared": "<bos><|turn>system\nYou are terse."
+    + G4_W
+    + G4_T
+    + "<turn|>\n<|turn>user\nWeather in Paris?<turn|>\n"
+    + G4_OFF,
+    # the result follows the call in the model turn, and no generation prompt follows it
+    "tool_round_trip": "<bos><|turn>system\n"
+    + G4_W
+    + "<turn|>\n<|turn>user\nWeather in Paris?<turn|>\n<|turn>model\n"
+    f"<|tool_call>call:get_weather{{city:{GQ}Paris{GQ}}}<tool_call|>"
+    f"<|tool_response>response:get_weather{{value:{GQ}18C, sunny{GQ}}}<tool_response|>",
+    "multi_turn_reasoning": "<bos><|turn>user\n2+2?<turn|>\n<|turn>model\n4<turn|>\n"
+    "<|turn>user\nAnd 3+3?<turn|>\n<|turn>model\n6<turn|>\n<|turn>user\nThanks<turn|>\n" + G4_OFF,
+    # reasoning of a calling turn after the last user turn is kept; text after the results
+    "parallel_calls": "<bos><|turn>system\n"
+    + G4_W
+    + G4_T
+    + "<turn|>\n<|turn>user\nWeather and time in Paris?<turn|>\n<|turn>model\n"
+    "<|channel>thought\nTwo tools.\n<channel|>"
+    f"<|tool_call>call:get_weather{{city:{GQ}Paris{GQ}}}<tool_call|>"
+    f"<|tool_call>call:get_time{{city:{GQ}Paris{GQ},utc:true}}<tool_call|>"
+    f"<|tool_response>response:get_weather{{value:{GQ}18C{GQ}}}<tool_response|>"
+    f"<|tool_response>response:get_time{{value:{GQ}09:00{GQ}}}<tool_response|>"
+    "Checking.<turn|>\n",
+    "thinking_on": "<bos><|turn>system\n<|think|>\n<turn|>\n<|turn>user\nHi<turn|>\n<|turn>model\n",
+    "thinking_off": "<bos><|turn>user\nHi<turn|>\n" + G4_OFF,
+    "non_ascii": "<bos><|turn>system\nRéponds en français."
+    + G4_W
+    + "<turn|>\n<|turn>user\nGrüße, 你好 — ¿qué tal? 🌤<turn|>\n<|turn>model\n"
+    f"<|tool_call>call:get_weather{{city:{GQ}Zürich{GQ}}}<tool_call|>"
+    f"<|tool_response>response:get_weather{{value:{GQ}Température : 18 °C{GQ}}}"
+    "<tool_response|>",
+}
+
 
 @dataclass(frozen=True)
 class Format:
@@ -367,6 +418,7 @@ FORMATS: dict[str, Format] = {
     "qwen3_coder": Format("qwen3", "qwen3_coder", QWEN3_CODER),
     "glm47": Format("glm", "glm47", GLM47),
     "glm45": Format("glm", "glm45", GLM45),
+    "gemma4": Format("gemma4", "gemma4", GEMMA4, {"bos_token": "<bos>"}),
 }
 
 
@@ -406,3 +458,11 @@ def test_the_tool_parser_as_named_picks_its_generations_template(flag: str, serv
     )
     _, _, template = configure("vllm", args, {})
     assert template.name == f"built-in {served}"
+
+
+def test_gemma4_writes_its_bos_without_a_model_folder() -> None:
+    # the engine adds no special tokens: the prompt carries Gemma's BOS itself
+    fmt = Format("gemma4", "gemma4", GEMMA4)
+    assert render(fmt, "thinking_off") == GEMMA4["thinking_off"]
+    folder = Format("gemma4", "gemma4", GEMMA4, {"bos_token": "<B>"})
+    assert render(folder, "thinking_off") == "<B>" + GEMMA4["thinking_off"][len("<bos>") :]
