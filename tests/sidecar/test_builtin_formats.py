@@ -404,6 +404,83 @@ GEMMA4 = {
     "<tool_response|>",
 }
 
+# -- Kimi K2 (K2 Thinking's layout): <|im_user|>user<|im_middle|>...<|im_end|>, no newlines ----
+
+K2_SYSTEM = (
+    "<|im_system|>system<|im_middle|>You are Kimi, an AI assistant created by Moonshot AI."
+    "<|im_end|>"
+)
+K2_W = "<|im_system|>tool_declare<|im_middle|>[" + WEATHER_JSON + "]<|im_end|>"
+K2_WT = "<|im_system|>tool_declare<|im_middle|>[" + WEATHER_JSON + ", " + TIME_JSON + "]<|im_end|>"
+K2_GEN = "<|im_assistant|>assistant<|im_middle|>"
+
+
+def k2_user(text: str) -> str:
+    return f"<|im_user|>user<|im_middle|>{text}<|im_end|>"
+
+
+def k2_result(call_id: str, text: str) -> str:
+    return f"<|im_system|>tool<|im_middle|>## Return of {call_id}\n{text}<|im_end|>"
+
+
+def k2_calls(*calls: tuple[str, str]) -> str:
+    inner = "".join(
+        f"<|tool_call_begin|>{i}<|tool_call_argument_begin|>{a}<|tool_call_end|>" for i, a in calls
+    )
+    return f"<|tool_calls_section_begin|>{inner}<|tool_calls_section_end|>"
+
+
+KIMI_K2 = {
+    "system": "<|im_system|>system<|im_middle|>You are terse.<|im_end|>"
+    + k2_user("Hello")
+    + K2_GEN,
+    "tools_declared": K2_WT
+    + "<|im_system|>system<|im_middle|>You are terse.<|im_end|>"
+    + k2_user("Weather in Paris?")
+    + K2_GEN,
+    "tool_round_trip": K2_W
+    + K2_SYSTEM
+    + k2_user("Weather in Paris?")
+    + K2_GEN
+    + "<think></think>"
+    + k2_calls(("call_1", '{"city": "Paris"}'))
+    + "<|im_end|>"
+    + k2_result("call_1", "18C, sunny")
+    + K2_GEN,
+    # turns up to the last answer without calls show an empty block
+    "multi_turn_reasoning": K2_SYSTEM
+    + k2_user("2+2?")
+    + K2_GEN
+    + "<think></think>4<|im_end|>"
+    + k2_user("And 3+3?")
+    + K2_GEN
+    + "<think></think>6<|im_end|>"
+    + k2_user("Thanks")
+    + K2_GEN,
+    "parallel_calls": K2_WT
+    + K2_SYSTEM
+    + k2_user("Weather and time in Paris?")
+    + K2_GEN
+    + "<think>Two tools.</think>Checking."
+    + k2_calls(("call_1", '{"city": "Paris"}'), ("call_2", '{"city": "Paris", "utc": true}'))
+    + "<|im_end|>"
+    + k2_result("call_1", "18C")
+    + k2_result("call_2", "09:00")
+    + K2_GEN,
+    "thinking_on": K2_SYSTEM + k2_user("Hi") + K2_GEN,
+    # K2.5's switch (K2 Thinking has none): thinking off prefills an empty block
+    "thinking_off": K2_SYSTEM + k2_user("Hi") + K2_GEN + "<think></think>",
+    "non_ascii": K2_W
+    + "<|im_system|>system<|im_middle|>Réponds en français.<|im_end|>"
+    + k2_user("Grüße, 你好 — ¿qué tal? 🌤")
+    + K2_GEN
+    + "<think></think>"
+    + k2_calls(("call_1", '{"city": "Zürich"}'))
+    + "<|im_end|>"
+    + k2_result("call_1", "Température : 18 °C")
+    + K2_GEN,
+}
+
 
 @dataclass(frozen=True)
 class Format:
@@ -418,6 +495,7 @@ FORMATS: dict[str, Format] = {
     "qwen3_coder": Format("qwen3", "qwen3_coder", QWEN3_CODER),
     "glm47": Format("glm", "glm47", GLM47),
     "glm45": Format("glm", "glm45", GLM45),
+    "kimi_k2": Format("kimi_k2", "kimi_k2", KIMI_K2),
     "gemma4": Format("gemma4", "gemma4", GEMMA4, {"bos_token": "<bos>"}),
 }
 
