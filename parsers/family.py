@@ -138,5 +138,10 @@ class Family(Frozen):
         return Prefill(ends_with(opener), ends_with(closer))
 
     def template_for(self, tool_parser: str | None) -> str:
-        """The built-in chat template for this family and (canonical) tool parser."""
-        return dict(self.tool_templates).get(tool_parser or "", self.chat_template)
+        """The built-in chat template for this family and tool parser (as given or canonical)."""
+        # A tool parser named as given (an alias such as GLM's `glm45` picks its model
+        # generation's template), else its canonical grammar's, else the family's.
+        templates = dict(self.tool_templates)
+        name = tool_parser or ""
+        canonical = dict(self.tool_parsers).get(name, name)
+        return templates.get(name) or templates.get(canonical) or self.chat_template

@@ -76,11 +76,16 @@ class Sidecar:
             settings, chat.thinking, chat.reasoning_effort, chat.chat_template_kwargs
         )
         thinking = default_thinking(settings, asked)
+        # The sidecar's own switch reaches the template only when the request's `thinking`
+        # field or the deployment decided; otherwise the template's own default applies.
+        switch = chat.thinking is not None or settings.thinking_default is not None
         prompt = self.template.render(
             chat.messages,
-            chat.tools,
-            thinking=thinking,
+            chat.tools if chat.tools_declared else None,
+            thinking=thinking if switch else None,
             template_kwargs=chat.chat_template_kwargs,
+            reasoning_effort=chat.reasoning_effort,
+            parts=chat.content_parts,
             prepared=True,
         )
         fmt = chat.response_format

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from parsers.errors import ConfigError
-from parsers.registry import FAMILIES
+from parsers.registry import FAMILIES, normalize
 from parsers.settings import load_settings
 from sidecar.config import (
     DEFAULT_BODY_TIMEOUT,
@@ -28,6 +28,7 @@ from sidecar.engines import ENGINES
 from sidecar.engines.base import EngineAdapter
 from sidecar.engines.sglang import SGLangAdapter
 from sidecar.engines.vllm import VLLMAdapter
+from sidecar.model_folder import ModelFolder, ModelFolderError, load_model_folder
 from sidecar.prompt import ChatTemplate, TemplateError, check_template
 
 EXIT_CONFIG = 2
@@ -62,7 +63,21 @@ def _parser(engine: str | None) -> argparse.ArgumentParser:
     p.add_argument(
         "--engine-url", required=True, help="base URL of the engine, e.g. http://gpu:8000"
     )
-    p.add_argument("--model", required=True, help="model name served (sent to the engine)")
+    p.add_argument(
+        "--model",
+        required=True,
+        help="model name served (sent to the engine); a Hugging Face model folder, as "
+        "`vllm serve` takes it, is also read for its chat template and special tokens",
+    )
+    p.add_argument(
+        "--tokenizer",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="Hugging Face model folder the engine serves: its chat template "
+        "(chat_template.jinja or tokenizer_config.json) and special tokens (default: --model "
+        "when it is a folder)",
+    )
     p.add_argument(
         "--served-model-name",
         nargs="+",
@@ -96,7 +111,13 @@ def _parser(engine: str | None) -> argparse.ArgumentParser:
     )
     p.add_argument("--tool-call-parser", default=None, help="tool-call parser, e.g. hermes")
     p.add_argument("--reasoning-parser", default=None, help="reasoning parser, e.g. qwen3")
-    p.add_argument("--chat-template", type=Path, default=None, help="Jinja2 chat template file")
+    p.add_argument(
+        "--chat-template",
+        type=Path,
+        default=None,
+        help="Jinja2 chat template file, served instead of the model folder's (default: the "
+        "model folder's, else the family's built-in)",
+    )
     p.add_argument(
         "--default-thinking",
         choices=("on", "off"),
@@ -203,11 +224,9 @@ def configure(
         reasoning_parser=args.reasoning_parser,
         thinking_default=thinking_default,
     )
-    if args.chat_template is not None:
-        template = ChatTemplate.from_file(args.chat_template, settings.family)
-    else:
-        template = ChatTemplate.builtin(settings.family, settings.tool_parser)
-    check_template(template)  # a template failing on a sample conversation stops startup
+    # the tool parser as named: an alias may pick its own model generation's template
+    named = normalize(args.tool_call_parser) if args.tool_call_parser else None
+    template = choose_template(args, settings.family, named or settings.tool_parser)
     config = SidecarConfig(
         engine=engine,
         engine_url=args.engine_url,
@@ -221,6 +240,34 @@ def configure(
         engine_ca_bundle=ca_bundle,
     )
     return config, make_adapter(engine, args), template
+
+
+def model_folder(args: argparse.Namespace) -> ModelFolder | None:
+    """The model folder named by --tokenizer, else by --model when it is a folder."""
+    path = args.tokenizer
+    if path is None and Path(args.model).is_dir():
+        path = Path(args.model)
+    if path is None:
+        return None
+    try:
+        return load_model_folder(path)
+    except ModelFolderError as exc:
+        raise ConfigError(f"--tokenizer: {exc}") from None
+
+
+def choose_template(
+    args: argparse.Namespace, family: str | None, tool_parser: str | None
+) -> ChatTemplate:
+    """--chat-template, else the model folder's own template, else the family's built-in;
+    the folder's special tokens in every case. A template that does not compile stops
+    startup (`TemplateError`)."""
+    folder = model_folder(args)
+    tokens = folder.special_tokens if folder is not None else {}
+    if args.chat_template is not None:
+        return ChatTemplate.from_file(args.chat_template, tokens)
+    if folder is not None and folder.templates:
+        return ChatTemplate.from_folder(folder)
+    return ChatTemplate.builtin(family, tool_parser, tokens)
 
 
 def _secret(flag: str | None, environ: Mapping[str, str], var: str, name: str) -> str | None:
@@ -284,11 +331,16 @@ def main(
     summary = (
         f"engine={engine} url={config.engine_url} model={config.model} "
         f"tool_parser={s.tool_parser} reasoning_parser={s.reasoning_parser} "
-        f"parser_version={s.version} template={template.name} "
+        f"parser_version={s.version} template={template.describe()} "
         f"served_model_names={','.join(config.served_names)} "
         f"api_key={'set' if config.api_key else 'none'}"
     )
+    # A template failing on the sample conversation is served (a request it fails on is a
+    # 400 naming its message), with a warning naming the failure.
+    sample_failure = check_template(template)
     if args.check_config:
+        if sample_failure:
+            print(f"sidecar-{engine}: warning: {sample_failure}", file=sys.stderr)
         print(f"configuration ok: {summary}")
         return 0
     import uvicorn
@@ -298,6 +350,8 @@ def main(
 
     logger = logging.getLogger("sidecar")
     logger.info("starting: %s", summary)
+    if sample_failure:
+        logger.warning("%s", sample_failure)
     warning = proxy_warning(os.environ if environ is None else environ)
     if warning:
         logger.warning(warning)

@@ -1,37 +1,72 @@
-"""Prompt rendering with sandboxed Jinja2 chat templates (built-in per family, or a file).
+"""The prompt: a chat template rendered as transformers renders it, on messages prepared as
+vLLM's chat server prepares them.
 
-Templates see the Hugging Face chat-template variables (`messages`, `tools`,
-`add_generation_prompt`, `bos_token`, `raise_exception`, `tojson`) plus `enable_thinking`
-(the request's resolved thinking switch) and the request's `chat_template_kwargs`.
+Which template: `--chat-template FILE`, else the model folder's own (`--tokenizer DIR` or a
+`--model` folder: `sidecar.model_folder`), else the family's built-in (sidecar/templates).
+A folder with several named templates serves `tool_use` to requests that declare tools (when
+it has one) and `default` otherwise, as transformers chooses.
 
-The built-in templates index messages and tools as `m['role']`, not `m.role`: in the sandbox,
-`.role` on a dict first fails an attribute lookup (an exception) per access, which made
-rendering about a third slower.
+What a template sees (`sidecar.template_env` is the environment):
+
+- `messages`: as `sidecar.request.prepare_messages` makes them; a template that loops over a
+  message's content gets it as a list of text parts, any other a string (vLLM's "content
+  format");
+- `tools`: the request's tools, or none when it declares none; `documents`;
+  `add_generation_prompt` (true);
+- the model folder's special tokens (`bos_token`, `eos_token`, ...);
+- the request's `chat_template_kwargs` as given (they override the special tokens);
+  `reasoning_effort` when the request sets one (and `enable_thinking`, false for "none",
+  unless the kwargs set it), as vLLM passes them; the sidecar's own thinking switch
+  (`enable_thinking`, `thinking`) only when the request's `thinking` field or the deployment's
+  `--default-thinking` sets it: otherwise the template's own default applies.
 """
 
 from __future__ import annotations
 
-import json
+import hashlib
 import os
 import stat
-from collections.abc import Mapping
-from datetime import datetime
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import jinja2
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from parsers.settings import family_by_key
+from sidecar import template_env
 from sidecar.errors import APIError, bad_request
+from sidecar.model_folder import ModelFolder
+from sidecar.request import prepare_messages
 
 
 class TemplateError(Exception):
-    """A chat template that cannot be loaded (startup) — the message names the file."""
+    """A chat template that cannot be loaded (startup): the message names the file."""
 
 
 GENERIC_TEMPLATE = "chatml.jinja"  # no family configured
+
+# `apply_chat_template`'s own parameters: a kwarg of these names is not a template variable
+# (transformers consumes it); `documents` is read as the template's `documents`.
+_CONSUMED = frozenset(
+    {
+        "add_generation_prompt",
+        "continue_final_message",
+        "documents",
+        "padding",
+        "truncation",
+        "max_length",
+        "return_tensors",
+        "return_dict",
+        "return_assistant_tokens_mask",
+        "tokenizer_kwargs",
+        "sanitize_control_tokens",
+    }
+)
+# kwargs that collide with what the renderer passes itself: vLLM refuses them.
+_RESERVED = frozenset({"messages", "tools", "conversation", "chat_template", "tokenize"})
+_EFFORT_UNSET = (None, "auto")  # reasoning_effort values vLLM does not pass on
 
 
 def builtin_name(family: str | None, tool_parser: str | None) -> str:
@@ -41,128 +76,219 @@ def builtin_name(family: str | None, tool_parser: str | None) -> str:
     return found.template_for(tool_parser) if found is not None else GENERIC_TEMPLATE
 
 
-def _raise(message: str) -> NoReturn:
-    raise jinja2.TemplateError(message)
-
-
-def _tojson(value: Any, indent: int | None = None) -> str:
-    # HF templates expect plain JSON (no HTML escaping, non-ASCII kept).
-    return json.dumps(value, ensure_ascii=False, indent=indent)
-
-
-def _arguments(value: Any) -> Any:
-    """Assistant tool-call arguments arrive as a JSON string; templates want the object."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except (ValueError, RecursionError):
-            return value
-    return value
-
-
-def _environment() -> ImmutableSandboxedEnvironment:
-    env = ImmutableSandboxedEnvironment(
-        trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True, autoescape=False
-    )
-    env.filters["tojson"] = _tojson
-    env.filters["from_json"] = _arguments
-    env.globals["raise_exception"] = _raise
-    env.globals["strftime_now"] = lambda fmt: datetime.now().strftime(fmt)
-    return env
-
-
-def _text(content: Any) -> str:
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    return "".join(part.get("text", "") for part in content if isinstance(part, Mapping))
-
-
-def _normalize(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    out = []
-    for message in messages:
-        m = dict(message)
-        m["content"] = _text(message.get("content"))
-        if m["role"] == "developer":
-            m["role"] = "system"
-        m["tool_calls"] = [
-            {**call, "function": {**fn, "arguments": _arguments(fn.get("arguments"))}}
-            for call in message.get("tool_calls") or []
-            if isinstance(call, Mapping) and isinstance(fn := call.get("function"), Mapping)
-        ]
-        out.append(m)
+def request_variables(
+    request_kwargs: Mapping[str, Any] | None,
+    *,
+    reasoning_effort: Any = None,
+    thinking: bool | None = None,
+) -> dict[str, Any]:
+    """The template variables a request sets: its `chat_template_kwargs` as given, vLLM's
+    `reasoning_effort` (with `enable_thinking` unless the kwargs set it) and the sidecar's
+    thinking switch (`thinking` not None: the request's `thinking` field or the deployment
+    decided) where the kwargs leave them unset."""
+    given = dict(request_kwargs or {})
+    out = dict(given)
+    if reasoning_effort not in _EFFORT_UNSET:
+        out["reasoning_effort"] = reasoning_effort
+    if reasoning_effort is not None and "enable_thinking" not in given:
+        out["enable_thinking"] = reasoning_effort != "none"
+    if thinking is not None:
+        out.setdefault("enable_thinking", thinking)
+        out.setdefault("thinking", thinking)
     return out
 
 
+@dataclass(frozen=True)
+class _Compiled:
+    name: str  # where it was read, for messages
+    template: jinja2.Template
+    content_format: template_env.ContentFormat
+    sha256: str
+    fast: bool
+    globals: dict[str, Any]
+
+
+def _compile(source: str, name: str) -> _Compiled:
+    try:
+        template = template_env.compile_template(source)
+    except jinja2.TemplateSyntaxError as exc:
+        raise TemplateError(
+            f"chat template {name}: does not compile: line {exc.lineno}: {exc.message}"
+        ) from None
+    # The globals merged once: `Template.render` rebuilds this dict from a ChainMap on every
+    # call, a third of the rendering time of a short conversation. That path uses Jinja
+    # internals (`root_render_func`, `new_context`, `handle_exception`): only on the tested
+    # Jinja releases (`JINJA_TESTED`, pinned in pyproject.toml), else `Template.render`.
+    return _Compiled(
+        name=name,
+        template=template,
+        content_format=template_env.content_format(source),
+        sha256=hashlib.sha256(source.encode("utf-8")).hexdigest(),
+        fast=jinja_internals_usable(template),
+        globals=dict(template.globals),
+    )
+
+
 class ChatTemplate:
-    def __init__(self, source: str, name: str, family: str | None) -> None:
+    """One served template (or a folder's named set), with the model's special tokens."""
+
+    def __init__(
+        self,
+        source: str | Mapping[str, str],
+        name: str,
+        special_tokens: Mapping[str, str] | None = None,
+        *,
+        files: Mapping[str, str] | None = None,
+    ) -> None:
         self.name = name
-        self.family = family
-        try:
-            self._template = _environment().from_string(source)
-        except jinja2.TemplateSyntaxError as exc:
-            raise TemplateError(f"chat template {name}: line {exc.lineno}: {exc.message}") from None
-        # The globals merged once: `Template.render` rebuilds this dict from a ChainMap on
-        # every call, a third of the rendering time of a short conversation. That path uses
-        # Jinja internals (`root_render_func`, `new_context`, `handle_exception`): only on
-        # the tested Jinja releases (`JINJA_TESTED`, pinned in pyproject.toml), else
-        # `Template.render`.
-        self._globals = dict(self._template.globals)
-        self._fast = jinja_internals_usable(self._template)
+        self.special_tokens = dict(special_tokens or {})
+        templates = {"default": source} if isinstance(source, str) else dict(source)
+        files = files or {}
+        self._named = not isinstance(source, str) and set(templates) != {"default"}
+        self._compiled = {
+            key: _compile(text, files.get(key, name if not self._named else f"{name} [{key}]"))
+            for key, text in templates.items()
+        }
+        if not self._compiled or not ({"default", "tool_use"} & self._compiled.keys()):
+            names = ", ".join(sorted(self._compiled)) or "none"
+            raise TemplateError(
+                f"chat template {name}: several named templates and no 'default' (names: {names})"
+            )
+
+    # -- where the template comes from -----------------------------------------------------
 
     @classmethod
-    def builtin(cls, family: str | None, tool_parser: str | None) -> ChatTemplate:
+    def builtin(
+        cls,
+        family: str | None,
+        tool_parser: str | None,
+        special_tokens: Mapping[str, str] | None = None,
+    ) -> ChatTemplate:
         name = builtin_name(family, tool_parser)
         source = resources.files("sidecar.templates").joinpath(name).read_text("utf-8")
-        return cls(source, f"built-in {name}", family)
+        return cls(source, f"built-in {name}", special_tokens)
 
     @classmethod
-    def from_file(cls, path: Path, family: str | None) -> ChatTemplate:
-        return cls(read_template_file(path), str(path), family)
+    def from_file(cls, path: Path, special_tokens: Mapping[str, str] | None = None) -> ChatTemplate:
+        return cls(read_template_file(path), str(path), special_tokens)
+
+    @classmethod
+    def from_folder(cls, folder: ModelFolder) -> ChatTemplate:
+        if not folder.templates:
+            raise TemplateError(f"model folder {folder.path}: no chat template in it")
+        return cls(
+            folder.templates,
+            str(folder.path),
+            folder.special_tokens,
+            files=folder.template_files,
+        )
+
+    def describe(self) -> str:
+        """Where the served template(s) came from, with their sha256 (the startup log)."""
+        return "; ".join(
+            f"{key}={c.name} sha256={c.sha256}" if self._named else f"{c.name} sha256={c.sha256}"
+            for key, c in sorted(self._compiled.items())
+        )
+
+    def _select(self, tools_declared: bool) -> _Compiled:
+        compiled = self._compiled
+        if tools_declared and "tool_use" in compiled:
+            return compiled["tool_use"]
+        if "default" in compiled:
+            return compiled["default"]
+        raise bad_request(
+            f"chat template {self.name} has no 'default' template for a request without "
+            "tools (names: " + ", ".join(sorted(compiled)) + ")",
+            "tools",
+        )
+
+    # -- rendering ----------------------------------------------------------------------------
 
     def render(
         self,
         messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None,
         *,
-        thinking: bool,
+        thinking: bool | None = None,
         template_kwargs: Mapping[str, Any] | None = None,
+        reasoning_effort: Any = None,
+        parts: Sequence[Sequence[str]] | None = None,
         prepared: bool = False,
     ) -> str:
-        """The prompt text; a template that rejects the conversation is a 400. `prepared`:
-        the messages are already in the template's shape (`sidecar.request` makes them so)."""
-        context: dict[str, Any] = {
-            **self._globals,
-            **(template_kwargs or {}),
-            "messages": messages if prepared else _normalize(messages),
-            "tools": tools or None,
-            "add_generation_prompt": True,
-            "enable_thinking": thinking,
-            "family": self.family,
-        }
-        template = self._template
-        try:
-            if not self._fast:
-                return template.render(context)
-            try:
-                # What `Template.render` does, with the globals already in `context`.
-                return "".join(template.root_render_func(template.new_context(context, True)))
-            except Exception:
-                template.environment.handle_exception()  # re-raises (template lines in traceback)
-        except jinja2.TemplateError as exc:
-            raise bad_request(f"chat template rejected the messages: {exc}", "messages") from None
-        except RecursionError:
+        """The prompt text; a template that rejects the conversation is a 400 naming its
+        message. `prepared`: the messages come from `sidecar.request` (`parts`: each
+        message's text parts); otherwise they are prepared here. `tools` None: the request
+        declares none. `thinking`: the sidecar's switch, when the request or deployment set
+        it."""
+        if not prepared:
+            messages, parts = prepare_messages(messages)
+        compiled = self._select(tools is not None)
+        if compiled.content_format == "openai":
+            messages = _as_parts(messages, parts)
+        kwargs = request_variables(
+            template_kwargs, reasoning_effort=reasoning_effort, thinking=thinking
+        )
+        for key in kwargs.keys() & _RESERVED:
             raise bad_request(
-                "chat template failed on these messages: they nest too deeply for it", "messages"
-            ) from None
-        except Exception as exc:
-            # The template rendered the sample conversation at startup (`check_template`), so
-            # what fails now fails on this request's content: `{{ 1/0 }}` on some text, a
-            # `range` over a number from the request, a macro recursing over its arguments.
-            raise APIError(
-                400, f"chat template failed on these messages: {exc!r}", param="messages"
-            ) from None
+                f"'chat_template_kwargs.{key}' is set by the server, not the request",
+                f"chat_template_kwargs.{key}",
+            )
+        documents = kwargs.get("documents")
+        if documents is not None and not (
+            isinstance(documents, list) and all(isinstance(d, dict) for d in documents)
+        ):
+            raise bad_request(
+                "'chat_template_kwargs.documents' must be a list of objects",
+                "chat_template_kwargs.documents",
+            )
+        context: dict[str, Any] = {**compiled.globals, **self.special_tokens}
+        for key, value in kwargs.items():
+            if key not in _CONSUMED:
+                context[key] = value
+        context["messages"] = messages
+        context["tools"] = list(tools) if tools is not None else None
+        context["documents"] = documents
+        context["add_generation_prompt"] = True
+        return _render(compiled, context)
+
+
+def _as_parts(
+    messages: list[dict[str, Any]], parts: Sequence[Sequence[str]] | None
+) -> list[dict[str, Any]]:
+    """Content as text parts (the "openai" content format); tool results stay strings."""
+    out = []
+    for i, message in enumerate(messages):
+        if message.get("role") == "tool":
+            out.append(message)
+            continue
+        texts = parts[i] if parts is not None else (message.get("content") or "",)
+        out.append({**message, "content": [{"type": "text", "text": t} for t in texts]})
+    return out
+
+
+def _render(compiled: _Compiled, context: dict[str, Any]) -> str:
+    template = compiled.template
+    try:
+        if not compiled.fast:
+            return template.render(context)
+        try:
+            # What `Template.render` does, with the globals already in `context`.
+            return "".join(template.root_render_func(template.new_context(context, True)))
+        except Exception:
+            template.environment.handle_exception()  # re-raises (template lines in traceback)
+    except jinja2.TemplateError as exc:
+        raise bad_request(f"chat template rejected the messages: {exc}", "messages") from None
+    except RecursionError:
+        raise bad_request(
+            "chat template failed on these messages: they nest too deeply for it", "messages"
+        ) from None
+    except Exception as exc:
+        # What fails here fails on this request's content: `{{ 1/0 }}` on some text, a
+        # `range` over a number from the request, a macro recursing over its arguments.
+        raise APIError(
+            400, f"chat template failed on these messages: {exc!r}", param="messages"
+        ) from None
+    raise AssertionError("unreachable")  # handle_exception always raises
 
 
 JINJA_TESTED = ((3, 1), (3, 2))  # Jinja releases whose internals `render` was tested with
@@ -233,20 +359,29 @@ SAMPLE_MESSAGES: list[dict[str, Any]] = [
             }
         ],
     },
-    {"role": "tool", "tool_call_id": "call_1", "content": '{"temperature": 21}'},
+    {
+        "role": "tool",
+        "tool_call_id": "call_1",
+        "name": "get_weather",
+        "content": '{"temperature": 21}',
+    },
     {"role": "assistant", "content": "It is 21 degrees in Paris."},
     {"role": "user", "content": "Thanks!"},
 ]
 
 
-def check_template(template: ChatTemplate) -> None:
-    """Render a sample conversation with a tool call and reasoning, thinking on and off; a
-    template that fails on it is a `TemplateError` (startup stops)."""
-    for thinking in (True, False):
+def check_template(template: ChatTemplate) -> str | None:
+    """Render a sample conversation with a tool round trip and reasoning, with the template's
+    own thinking default and with thinking on and off. None when it renders; otherwise the
+    failure, for a warning: the template is still served (a request it fails on is a 400
+    naming the template's message), as vLLM serves it."""
+    for thinking in (None, True, False):
         try:
             template.render(SAMPLE_MESSAGES, SAMPLE_TOOLS, thinking=thinking)
         except APIError as exc:
-            raise TemplateError(
+            state = {None: "its default", True: "on", False: "off"}[thinking]
+            return (
                 f"chat template {template.name} fails on a sample conversation with tools "
-                f"(thinking {'on' if thinking else 'off'}): {exc.message}"
-            ) from None
+                f"(thinking {state}): {exc.message}"
+            )
+    return None

@@ -32,14 +32,11 @@ from sidecar.jsonvalue import (
 # and, for a forced choice, put into the guided schema: 300,000 of them in an 8 MiB body
 # held the event loop for 10 s.
 MAX_TOOLS = 2048
-_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 _RESPONSE_FORMATS = ("text", "json_object", "json_schema", "structural_tag")
 # Integer ranges the engines accept (vLLM and SGLang take 32-bit token counts and top_k;
 # seeds are 64-bit).
 _INT32 = 2**31 - 1
 _SEED_MIN, _SEED_MAX = -(2**63), 2**64 - 1
-# The message keys templates are given (others are ignored).
-_MESSAGE_TEXT_KEYS = ("name", "tool_call_id", "reasoning_content")
 
 
 @dataclass(frozen=True)
@@ -71,7 +68,7 @@ class ResponseFormat:
 @dataclass(frozen=True)
 class ChatRequest:
     model: str | None
-    messages: list[dict[str, Any]]  # template-ready: content as text, arguments decoded
+    messages: list[dict[str, Any]]  # template-ready (`prepare_messages`)
     stream: bool
     include_usage: bool
     sampling: Sampling
@@ -83,6 +80,8 @@ class ChatRequest:
     thinking: Any = None  # the thinking controls, checked by `parsers.policy`
     reasoning_effort: Any = None
     chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    content_parts: tuple[tuple[str, ...], ...] = ()  # each message's text parts
+    tools_declared: bool = False  # the body has `tools` (even empty): templates see a list
 
 
 def _wrong(path: str, expected: str, value: object) -> APIError:
@@ -154,48 +153,68 @@ def _stop(body: Mapping[str, Any]) -> tuple[str, ...]:
     raise bad_request("'stop' must be a string or a list of strings", "stop")
 
 
-def _text(content: Any, path: str) -> str:
-    """Message content as text: a string, null, or a list of text parts."""
+# Content part types read as text, and the key holding each one's text (vLLM's).
+_TEXT_PARTS = {
+    "text": "text",
+    "input_text": "text",
+    "output_text": "text",
+    "refusal": "refusal",
+    "thinking": "thinking",
+}
+
+
+def _parts(content: Any, path: str) -> tuple[str, ...]:
+    """Message content as its text parts: a string (one part), null (none), or a list of
+    text parts (a part whose text is null is skipped, as vLLM skips it)."""
     if content is None:
-        return ""
+        return ()
     if isinstance(content, str):
-        return content
+        return (content,)
     if not isinstance(content, list):
         raise _wrong(path, "a string, an array of text parts or null", content)
     texts = []
     for j, part in enumerate(content):
         where = join(path, j)
+        if isinstance(part, str):
+            texts.append(part)
+            continue
         if not isinstance(part, dict):
             raise _wrong(where, "a text part object", part)
-        if part.get("type") != "text":
+        kind = part.get("type")
+        key = _TEXT_PARTS.get(kind) if isinstance(kind, str) else None
+        if key is None:
             raise bad_request(
                 f"'{path}' parts must be text parts (this sidecar serves text); "
                 f"'{where}.type' is {part.get('type')!r}",
                 f"{where}.type",
             )
-        texts.append(_string(part.get("text"), f"{where}.text", optional=False))
-    return "".join(t for t in texts if t)
+        text = _string(part.get(key), f"{where}.{key}")
+        if text is not None:
+            texts.append(text)
+    return tuple(texts)
 
 
 def _arguments(value: Any, path: str) -> Any:
-    """History tool-call arguments: a JSON string (decoded for the template; text that is not
-    JSON stays text), an object, or null (no arguments)."""
-    if value is None:
-        return {}
+    """History tool-call arguments, decoded for the template as vLLM decodes them: a JSON
+    string is its value, anything else (text that is not JSON, null) an empty object."""
     if isinstance(value, str):
         try:
             decoded = decode_embedded(value, path)
         except ValueError:
-            return value
+            return {}
         check_free_form(decoded, path)
         return decoded
     if isinstance(value, dict):
         check_free_form(value, path)
         return value
+    if value is None:
+        return {}
     raise _wrong(path, "a JSON string or an object", value)
 
 
 def _tool_calls(value: Any, path: str) -> list[dict[str, Any]]:
+    """The calls in the shape vLLM's request model gives them: `id`, `function` (`arguments`,
+    `name`), `type`."""
     if value is None:
         return []
     if not isinstance(value, list):
@@ -212,47 +231,74 @@ def _tool_calls(value: Any, path: str) -> list[dict[str, Any]]:
         if not isinstance(fn, dict):
             raise _wrong(f"{where}.function", "an object", fn)
         name = _string(fn.get("name"), f"{where}.function.name", optional=False, empty=False)
-        out: dict[str, Any] = {
-            "type": "function",
-            "function": {
-                "name": name,
-                "arguments": _arguments(fn.get("arguments"), f"{where}.function.arguments"),
-            },
-        }
+        arguments = _arguments(fn.get("arguments"), f"{where}.function.arguments")
+        out: dict[str, Any] = {}
         call_id = _string(call.get("id"), f"{where}.id")
         if call_id is not None:
             out["id"] = call_id
+        out["function"] = {"arguments": arguments, "name": name}
+        out["type"] = "function"
         calls.append(out)
     return calls
 
 
-def _messages(body: Mapping[str, Any]) -> list[dict[str, Any]]:
-    messages = body.get("messages")
+def _message(message: dict[str, Any], where: str) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """One message as vLLM's chat server hands it to the template, then as transformers
+    gives it (reasoning also under `thinking`), and its content's text parts."""
+    role = message.get("role")
+    if not isinstance(role, str) or not role:
+        raise bad_request(f"'{where}.role' must be a non-empty string", f"{where}.role")
+    parts = _parts(message.get("content"), f"{where}.content")
+    m: dict[str, Any] = {"role": role, "content": "\n".join(parts)}
+    reasoning = None
+    if role == "assistant":
+        calls = _tool_calls(message.get("tool_calls"), f"{where}.tool_calls")
+        if calls:  # no key for no calls: templates test `tool_calls is defined`
+            m["tool_calls"] = calls
+        reasoning = _string(message.get("reasoning"), f"{where}.reasoning")
+        if reasoning is None:  # the older name, as vLLM reads it
+            reasoning = _string(message.get("reasoning_content"), f"{where}.reasoning_content")
+        if reasoning is not None:
+            m["reasoning"] = reasoning
+            m["reasoning_content"] = reasoning
+    elif role == "tool":
+        call_id = _string(message.get("tool_call_id"), f"{where}.tool_call_id")
+        if call_id is not None:
+            m["tool_call_id"] = call_id
+    name = message.get("name")
+    if isinstance(name, str):
+        m["name"] = name
+    task = message.get("task")
+    if isinstance(task, str):
+        m["task"] = task
+    if role == "developer" and message.get("tools") is not None:
+        tools = message["tools"]
+        check_free_form(tools, f"{where}.tools")
+        m["tools"] = tools
+    if reasoning is not None:
+        m = {"thinking": reasoning, **m}
+    return m, parts
+
+
+def prepare_messages(
+    messages: Any, path: str = "messages"
+) -> tuple[list[dict[str, Any]], tuple[tuple[str, ...], ...]]:
+    """OpenAI messages as the template reads them (content as a string, text parts joined
+    with a newline), and each one's text parts (for templates that read content as parts)."""
     if not isinstance(messages, list) or not messages:
         if messages is not None and not isinstance(messages, list):
-            raise _wrong("messages", "a non-empty array", messages)
-        raise bad_request("'messages' must be a non-empty array", "messages")
+            raise _wrong(path, "a non-empty array", messages)
+        raise bad_request(f"'{path}' must be a non-empty array", path)
     out = []
+    parts = []
     for i, message in enumerate(messages):
-        where = f"messages[{i}]"
+        where = f"{path}[{i}]"
         if not isinstance(message, dict):
             raise _wrong(where, "an object", message)
-        role = message.get("role")
-        if not isinstance(role, str) or role not in _ROLES:
-            raise bad_request(
-                f"'{where}.role' must be one of {', '.join(sorted(_ROLES))}", f"{where}.role"
-            )
-        m: dict[str, Any] = {
-            "role": "system" if role == "developer" else role,
-            "content": _text(message.get("content"), f"{where}.content"),
-            "tool_calls": _tool_calls(message.get("tool_calls"), f"{where}.tool_calls"),
-        }
-        for key in _MESSAGE_TEXT_KEYS:
-            value = _string(message.get(key), f"{where}.{key}")
-            if value is not None:
-                m[key] = value
+        m, p = _message(message, where)
         out.append(m)
-    return out
+        parts.append(p)
+    return out, tuple(parts)
 
 
 def _tools(body: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -276,12 +322,12 @@ def _tools(body: Mapping[str, Any]) -> list[dict[str, Any]]:
         fn = tool.get("function")
         if not isinstance(fn, dict):
             raise _wrong(f"{where}.function", "an object", fn)
+        # The shape vLLM's request model dumps: name, description and parameters (null when
+        # absent), then the other keys as given.
         function: dict[str, Any] = {
-            "name": _string(fn.get("name"), f"{where}.function.name", optional=False, empty=False)
+            "name": _string(fn.get("name"), f"{where}.function.name", optional=False, empty=False),
+            "description": _string(fn.get("description"), f"{where}.function.description"),
         }
-        description = _string(fn.get("description"), f"{where}.function.description")
-        if description is not None:
-            function["description"] = description
         params = _object(fn.get("parameters"), f"{where}.function.parameters")
         if params is not None:
             check_free_form(params, f"{where}.function.parameters")
@@ -290,11 +336,18 @@ def _tools(body: Mapping[str, Any]) -> list[dict[str, Any]]:
                 raise _wrong(
                     f"{where}.function.parameters.properties", "an object", params["properties"]
                 )
-            function["parameters"] = params
-        strict = _boolean(fn.get("strict"), f"{where}.function.strict")
-        if strict is not None:
-            function["strict"] = strict
-        out.append({"type": "function", "function": function})
+        function["parameters"] = params
+        _boolean(fn.get("strict"), f"{where}.function.strict")
+        for key, value in fn.items():
+            if key not in function:
+                check_free_form(value, f"{where}.function.{key}")
+                function[key] = value
+        entry: dict[str, Any] = {"type": "function", "function": function}
+        for key, value in tool.items():
+            if key not in entry:
+                check_free_form(value, f"{where}.{key}")
+                entry[key] = value
+        out.append(entry)
     return out
 
 
@@ -419,9 +472,10 @@ def _parse(body: Mapping[str, Any]) -> ChatRequest:
     kwargs = _object(body.get("chat_template_kwargs"), "chat_template_kwargs") or {}
     if kwargs:
         check_free_form(kwargs, "chat_template_kwargs")
+    messages, parts = prepare_messages(body.get("messages"))
     return ChatRequest(
         model=model,
-        messages=_messages(body),
+        messages=messages,
         stream=stream,
         include_usage=include_usage,
         sampling=sampling,
@@ -432,6 +486,8 @@ def _parse(body: Mapping[str, Any]) -> ChatRequest:
         thinking=body.get("thinking"),
         reasoning_effort=body.get("reasoning_effort"),
         chat_template_kwargs=kwargs,
+        content_parts=parts,
+        tools_declared=body.get("tools") is not None,
     )
 
 
@@ -448,5 +504,6 @@ __all__ = [
     "Sampling",
     "decode_body",
     "parse_chat_request",
+    "prepare_messages",
     "read_chat_request",
 ]

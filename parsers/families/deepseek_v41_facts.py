@@ -14,7 +14,7 @@ FACTS = Family(
     reasoning_parser="deepseek_v41",
     grammar_module="parsers.families.deepseek_v41",
     reasoning_markers=("<think>", "</think>"),
-    chat_template="deepseek.jinja",  # shared with V4; the template tests `family`
+    chat_template="deepseek_v41.jinja",
     # the template ends with `<think>` (thinking on), so without a prompt the output starts
     # inside it and a bare `</think>` ends it (tests/parsers/test_template_thinking.py)
     prefilled_without_prompt=True,

@@ -14,4 +14,5 @@ FACTS = Family(
     grammar_module="parsers.families.glm",
     reasoning_markers=("<think>", "</think>"),
     chat_template="glm.jinja",
+    tool_templates=(("glm45", "glm45.jinja"),),
 )

@@ -18,6 +18,10 @@ from sidecar.prompt import ChatTemplate
 # Forced families start in reasoning whatever the prompt opens (docs/parser-selection.md):
 # Kimi K2.5's model writes its reasoning first without an opener in the prompt.
 FORCED = {"kimi_k25"}
+# Without a prompt GLM parses as vLLM's glm45 reasoning parser does, which is what the
+# GLM-4.5/4.6 template (tool parser name `glm45`) leads to; GLM-4.7's template (the canonical
+# `glm47`) prefills `<think>`, and the sidecar's prompt shows the parser that.
+NO_PROMPT_TEMPLATE = {"glm47": "glm45"}
 CLOSERS = {
     "kimi_k3": "<|close|>think<|sep|>",
     "gemma4": "<channel|>",
@@ -37,7 +41,7 @@ def _pairs() -> list[tuple[str, str, int]]:
 def _rendered(tool: str, reasoning: str, gen: int) -> tuple[str, str, bool]:
     settings = settings_for(tool, reasoning, gen)
     thinking = default_thinking(settings, None)
-    template = ChatTemplate.builtin(settings.family, tool)
+    template = ChatTemplate.builtin(settings.family, NO_PROMPT_TEMPLATE.get(tool, tool))
     prompt = template.render([{"role": "user", "content": "hi"}], [], thinking=thinking)
     start = plan_request(settings, {}, prompt=None).start_in_reasoning
     return template.name, prompt, start
@@ -64,3 +68,15 @@ def test_every_family_is_checked() -> None:
     families = {TOOL_PARSERS[tool].family.key for tool, _, _ in _pairs()}
     assert families == {p.family.key for p in REASONING_PARSERS.values()}
     assert len(families) == 8
+
+
+def test_a_prompt_that_opens_reasoning_starts_in_reasoning() -> None:
+    settings = settings_for("glm47", "glm45", 2)
+    template = ChatTemplate.builtin(settings.family, "glm47")
+    prompt = template.render([{"role": "user", "content": "hi"}], [], thinking=None)
+    assert prompt.endswith("<|assistant|><think>")
+    assert plan_request(settings, {}, prompt=prompt).start_in_reasoning
+    assert not plan_request(settings, {}, prompt=None).start_in_reasoning
+    parsed = parse("step one</think>the answer", tool_parser="glm47", reasoning_parser="glm45",
+                   generation=2, prompt=prompt)  # fmt: skip
+    assert (parsed.reasoning_content, parsed.content) == ("step one", "the answer")

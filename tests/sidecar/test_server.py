@@ -346,9 +346,9 @@ def test_the_jinja_internals_used_are_there_and_the_fallback_renders_the_same(
 
     assert _pinned("jinja2") == prompt.JINJA_TESTED
     template = prompt.ChatTemplate.builtin("qwen3", "hermes")
-    assert template._fast  # the installed Jinja is a tested one, with those internals
+    assert template._compiled["default"].fast  # a tested Jinja, with those internals
     fast = template.render(prompt.SAMPLE_MESSAGES, prompt.SAMPLE_TOOLS, thinking=True)
     monkeypatch.setattr(jinja2, "__version__", "9.0.0")
     slow_template = prompt.ChatTemplate.builtin("qwen3", "hermes")
-    assert not slow_template._fast
+    assert not slow_template._compiled["default"].fast
     assert slow_template.render(prompt.SAMPLE_MESSAGES, prompt.SAMPLE_TOOLS, thinking=True) == fast

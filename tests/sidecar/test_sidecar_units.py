@@ -174,7 +174,7 @@ def test_guided_schema_for_named_is_the_bare_arguments_object() -> None:
     [
         ({}, "messages"),
         ({"messages": []}, "messages"),
-        ({"messages": [{"role": "robot", "content": "x"}]}, "messages[0].role"),
+        ({"messages": [{"role": 3, "content": "x"}]}, "messages[0].role"),
         ({"messages": [{"role": "user", "content": 3}]}, "messages[0].content"),
         ({"messages": [{"role": "user", "content": "x"}], "stream": "yes"}, "stream"),
         ({"messages": [{"role": "user", "content": "x"}], "n": 2}, "n"),
@@ -272,8 +272,8 @@ def test_chunk_text_keeps_special_tokens_whole_and_loses_nothing() -> None:
 
 # family settings -> what the built-in template's generation prompt ends with
 PREFILLS = [
-    ("glm47", "glm45", True, "<|assistant|>"),  # the model writes `<think>` itself
-    ("glm47", "glm45", False, "<think></think>"),
+    ("glm47", "glm45", True, "<|assistant|><think>"),  # GLM-4.7 prefills the opener
+    ("glm47", "glm45", False, "<|assistant|></think>"),
     ("deepseek_v4", "deepseek_v4", True, "<think>"),
     ("deepseek_v41", "deepseek_v41", True, "<think>"),
     ("deepseek_v41", "deepseek_v41", False, "</think>"),

@@ -1,0 +1,546 @@
+"""The built-in templates write each family's official prompt format.
+
+For every family, the same conversations (system prompt, tools declared, a tool round trip,
+multi-turn with reasoning, parallel calls, thinking on and off, non-ASCII text) are rendered by
+the sidecar's renderer with the family's built-in template and compared byte for byte with the
+prompt the family's official format gives, written out by hand below from its facts (turn
+markers, tool declaration, tool results, thinking defaults, BOS; docs/sidecar.md, "Prompt
+formats").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+from sidecar.cli import _parser, configure
+from sidecar.prompt import ChatTemplate
+
+
+@dataclass(frozen=True)
+class Conversation:
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] | None = None
+    thinking: bool | None = None  # the sidecar's switch; None: the template's own default
+    kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather of a city",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string", "description": "City name"}},
+            "required": ["city"],
+        },
+    },
+}
+TIME = {
+    "type": "function",
+    "function": {
+        "name": "get_time",
+        "description": "Local time",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "utc": {"type": "boolean"}},
+        },
+    },
+}
+
+
+def _call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+CONVERSATIONS: dict[str, Conversation] = {
+    "system": Conversation(
+        [{"role": "system", "content": "You are terse."}, {"role": "user", "content": "Hello"}]
+    ),
+    "tools_declared": Conversation(
+        [
+            {"role": "system", "content": "You are terse."},
+            {"role": "user", "content": "Weather in Paris?"},
+        ],
+        tools=[WEATHER, TIME],
+    ),
+    "tool_round_trip": Conversation(
+        [
+            {"role": "user", "content": "Weather in Paris?"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [_call("call_1", "get_weather", '{"city": "Paris"}')],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": "18C, sunny"},
+        ],
+        tools=[WEATHER],
+    ),
+    "multi_turn_reasoning": Conversation(
+        [
+            {"role": "user", "content": "2+2?"},
+            {"role": "assistant", "reasoning_content": "Add them.", "content": "4"},
+            {"role": "user", "content": "And 3+3?"},
+            {"role": "assistant", "reasoning_content": "Add again.", "content": "6"},
+            {"role": "user", "content": "Thanks"},
+        ]
+    ),
+    "parallel_calls": Conversation(
+        [
+            {"role": "user", "content": "Weather and time in Paris?"},
+            {
+                "role": "assistant",
+                "reasoning_content": "Two tools.",
+                "content": "Checking.",
+                "tool_calls": [
+                    _call("call_1", "get_weather", '{"city": "Paris"}'),
+                    _call("call_2", "get_time", '{"city": "Paris", "utc": true}'),
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": "18C"},
+            {"role": "tool", "tool_call_id": "call_2", "content": "09:00"},
+        ],
+        tools=[WEATHER, TIME],
+    ),
+    "thinking_on": Conversation([{"role": "user", "content": "Hi"}], thinking=True),
+    "thinking_off": Conversation([{"role": "user", "content": "Hi"}], thinking=False),
+    "non_ascii": Conversation(
+        [
+            {"role": "system", "content": "Réponds en français."},
+            {"role": "user", "content": "Grüße, 你好 — ¿qué tal? 🌤"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [_call("call_1", "get_weather", '{"city": "Zürich"}')],
+            },
+            {"role": "tool", "tool_call_id": "call_1", "content": "Température : 18 °C"},
+        ],
+        tools=[WEATHER],
+    ),
+}
+
+# -- Qwen3 (hermes): ChatML; tools as JSON lines; calls as JSON in <tool_call> ------------------
+
+Q3_TOOLS_HEAD = (
+    "# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>"
+)
+Q3_TOOLS_TAIL = (
+    "\n</tools>\n\nFor each function call, return a json object with function name and "
+    "arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n"
+    '{"name": <function-name>, "arguments": <args-json-object>}\n</tool_call><|im_end|>\n'
+)
+Q3_WEATHER = (
+    '\n{"type": "function", "function": {"name": "get_weather", "description": '
+    '"Weather of a city", "parameters": {"type": "object", "properties": {"city": '
+    '{"type": "string", "description": "City name"}}, "required": ["city"]}}}'
+)
+Q3_TIME = (
+    '\n{"type": "function", "function": {"name": "get_time", "description": "Local time", '
+    '"parameters": {"type": "object", "properties": {"city": {"type": "string"}, '
+    '"utc": {"type": "boolean"}}}}}'
+)
+
+QWEN3 = {
+    "system": "<|im_start|>system\nYou are terse.<|im_end|>\n"
+    "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n",
+    "tools_declared": "<|im_start|>system\nYou are terse.\n\n"
+    + Q3_TOOLS_HEAD
+    + Q3_WEATHER
+    + Q3_TIME
+    + Q3_TOOLS_TAIL
+    + "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n",
+    # tool results go back as a user turn
+    "tool_round_trip": "<|im_start|>system\n"
+    + Q3_TOOLS_HEAD
+    + Q3_WEATHER
+    + Q3_TOOLS_TAIL
+    + "<|im_start|>user\nWeather in Paris?<|im_end|>\n"
+    '<|im_start|>assistant\n<tool_call>\n{"name": "get_weather", "arguments": '
+    '{"city": "Paris"}}\n</tool_call><|im_end|>\n'
+    "<|im_start|>user\n<tool_response>\n18C, sunny\n</tool_response><|im_end|>\n"
+    "<|im_start|>assistant\n",
+    # reasoning of turns before the last query is dropped
+    "multi_turn_reasoning": "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n4<|im_end|>\n"
+    "<|im_start|>user\nAnd 3+3?<|im_end|>\n<|im_start|>assistant\n6<|im_end|>\n"
+    "<|im_start|>user\nThanks<|im_end|>\n<|im_start|>assistant\n",
+    "parallel_calls": "<|im_start|>system\n"
+    + Q3_TOOLS_HEAD
+    + Q3_WEATHER
+    + Q3_TIME
+    + Q3_TOOLS_TAIL
+    + "<|im_start|>user\nWeather and time in Paris?<|im_end|>\n"
+    "<|im_start|>assistant\n<think>\nTwo tools.\n</think>\n\nChecking.\n"
+    '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>\n'
+    '<tool_call>\n{"name": "get_time", "arguments": {"city": "Paris", "utc": true}}\n'
+    "</tool_call><|im_end|>\n"
+    "<|im_start|>user\n<tool_response>\n18C\n</tool_response>\n<tool_response>\n09:00\n"
+    "</tool_response><|im_end|>\n<|im_start|>assistant\n",
+    "thinking_on": "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n",
+    "thinking_off": "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n"
+    "<think>\n\n</think>\n\n",
+    "non_ascii": "<|im_start|>system\nRéponds en français.\n\n"
+    + Q3_TOOLS_HEAD
+    + Q3_WEATHER
+    + Q3_TOOLS_TAIL
+    + "<|im_start|>user\nGrüße, 你好 — ¿qué tal? 🌤<|im_end|>\n"
+    '<|im_start|>assistant\n<tool_call>\n{"name": "get_weather", "arguments": '
+    '{"city": "Zürich"}}\n</tool_call><|im_end|>\n'
+    "<|im_start|>user\n<tool_response>\nTempérature : 18 °C\n</tool_response><|im_end|>\n"
+    "<|im_start|>assistant\n",
+}
+
+# -- Qwen3-Coder: ChatML; tools declared as XML; calls as <function=NAME><parameter=KEY> --------
+
+QC_DEFAULT_SYSTEM = (
+    "You are Qwen, a helpful AI assistant that can interact with a computer to solve tasks."
+)
+QC_TOOLS_HEAD = "\n\n# Tools\n\nYou have access to the following functions:\n\n<tools>"
+QC_WEATHER = (
+    "\n<function>\n<name>get_weather</name>\n<description>Weather of a city</description>"
+    "\n<parameters>\n<parameter>\n<name>city</name>\n<type>string</type>"
+    "\n<description>City name</description>\n</parameter>"
+    '\n<required>["city"]</required>\n</parameters>\n</function>'
+)
+QC_TIME = (
+    "\n<function>\n<name>get_time</name>\n<description>Local time</description>"
+    "\n<parameters>\n<parameter>\n<name>city</name>\n<type>string</type>\n</parameter>"
+    "\n<parameter>\n<name>utc</name>\n<type>boolean</type>\n</parameter>"
+    "\n</parameters>\n</function>"
+)
+QC_TOOLS_TAIL = (
+    "\n</tools>\n\nIf you choose to call a function ONLY reply in the following format with NO "
+    "suffix:\n\n<tool_call>\n<function=example_function_name>\n"
+    "<parameter=example_parameter_1>\nvalue_1\n</parameter>\n"
+    "<parameter=example_parameter_2>\nThis is the value for the second parameter\n"
+    "that can span\nmultiple lines\n</parameter>\n</function>\n</tool_call>\n\n"
+    "<IMPORTANT>\nReminder:\n- Function calls MUST follow the specified format: an inner "
+    "<function=...></function> block must be nested within <tool_call></tool_call> XML tags\n"
+    "- Required parameters MUST be specified\n- You may provide optional reasoning for your "
+    "function call in natural language BEFORE the function call, but NOT after\n"
+    "- If there is no function call available, answer the question like normal with your "
+    "current knowledge and do not tell the user about function calls\n</IMPORTANT><|im_end|>\n"
+)
+
+QWEN3_CODER = {
+    "system": "<|im_start|>system\nYou are terse.<|im_end|>\n"
+    "<|im_start|>user\nHello<|im_end|>\n<|im_start|>assistant\n",
+    "tools_declared": "<|im_start|>system\nYou are terse."
+    + QC_TOOLS_HEAD
+    + QC_WEATHER
+    + QC_TIME
+    + QC_TOOLS_TAIL
+    + "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n",
+    "tool_round_trip": "<|im_start|>system\n"
+    + QC_DEFAULT_SYSTEM
+    + QC_TOOLS_HEAD
+    + QC_WEATHER
+    + QC_TOOLS_TAIL
+    + "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n"
+    "<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+    "</function>\n</tool_call><|im_end|>\n"
+    "<|im_start|>user\n<tool_response>\n18C, sunny\n</tool_response>\n<|im_end|>\n"
+    "<|im_start|>assistant\n",
+    # no reasoning is kept
+    "multi_turn_reasoning": "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n4<|im_end|>\n"
+    "<|im_start|>user\nAnd 3+3?<|im_end|>\n<|im_start|>assistant\n6<|im_end|>\n"
+    "<|im_start|>user\nThanks<|im_end|>\n<|im_start|>assistant\n",
+    # argument values as text: a boolean as Python writes it
+    "parallel_calls": "<|im_start|>system\n"
+    + QC_DEFAULT_SYSTEM
+    + QC_TOOLS_HEAD
+    + QC_WEATHER
+    + QC_TIME
+    + QC_TOOLS_TAIL
+    + "<|im_start|>user\nWeather and time in Paris?<|im_end|>\n<|im_start|>assistant\n"
+    "Checking.\n\n<tool_call>\n<function=get_weather>\n<parameter=city>\nParis\n</parameter>\n"
+    "</function>\n</tool_call>\n<tool_call>\n<function=get_time>\n<parameter=city>\nParis\n"
+    "</parameter>\n<parameter=utc>\nTrue\n</parameter>\n</function>\n</tool_call><|im_end|>\n"
+    "<|im_start|>user\n<tool_response>\n18C\n</tool_response>\n"
+    "<tool_response>\n09:00\n</tool_response>\n<|im_end|>\n<|im_start|>assistant\n",
+    "thinking_on": "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n",
+    "thinking_off": "<|im_start|>user\nHi<|im_end|>\n<|im_start|>assistant\n",
+    "non_ascii": "<|im_start|>system\nRéponds en français."
+    + QC_TOOLS_HEAD
+    + QC_WEATHER
+    + QC_TOOLS_TAIL
+    + "<|im_start|>user\nGrüße, 你好 — ¿qué tal? 🌤<|im_end|>\n<|im_start|>assistant\n"
+    "<tool_call>\n<function=get_weather>\n<parameter=city>\nZürich\n</parameter>\n"
+    "</function>\n</tool_call><|im_end|>\n"
+    "<|im_start|>user\n<tool_response>\nTempérature : 18 °C\n</tool_response>\n<|im_end|>\n"
+    "<|im_start|>assistant\n",
+}
+
+# -- GLM: `[gMASK]<sop>`; <|role|> turn markers; calls as <tool_call>NAME<arg_key>..<arg_value> --
+
+WEATHER_JSON = Q3_WEATHER[1:]
+TIME_JSON = Q3_TIME[1:]
+GLM_TOOLS_HEAD = (
+    "<|system|>\n# Tools\n\nYou may call one or more functions to assist with the user query.\n\n"
+    "You are provided with function signatures within <tools></tools> XML tags:\n<tools>\n"
+)
+GLM_INSTRUCTION = (
+    "</tools>\n\nFor each function call, output the function name and arguments within the "
+    "following XML format:\n"
+)
+GLM47_TOOLS_TAIL = GLM_INSTRUCTION + (
+    "<tool_call>{function-name}<arg_key>{arg-key-1}</arg_key><arg_value>{arg-value-1}"
+    "</arg_value><arg_key>{arg-key-2}</arg_key><arg_value>{arg-value-2}</arg_value>..."
+    "</tool_call>"
+)
+GLM45_TOOLS_TAIL = GLM_INSTRUCTION + (
+    "<tool_call>{function-name}\n<arg_key>{arg-key-1}</arg_key>\n<arg_value>{arg-value-1}"
+    "</arg_value>\n<arg_key>{arg-key-2}</arg_key>\n<arg_value>{arg-value-2}</arg_value>\n...\n"
+    "</tool_call>"
+)
+GLM47_W = "[gMASK]<sop>" + GLM_TOOLS_HEAD + WEATHER_JSON + "\n" + GLM47_TOOLS_TAIL
+GLM47_WT = (
+    "[gMASK]<sop>" + GLM_TOOLS_HEAD + WEATHER_JSON + "\n" + TIME_JSON + "\n" + GLM47_TOOLS_TAIL
+)
+GLM45_W = "[gMASK]<sop>" + GLM_TOOLS_HEAD + WEATHER_JSON + "\n" + GLM45_TOOLS_TAIL
+GLM45_WT = (
+    "[gMASK]<sop>" + GLM_TOOLS_HEAD + WEATHER_JSON + "\n" + TIME_JSON + "\n" + GLM45_TOOLS_TAIL
+)
+
+# GLM-4.7: no newlines after turn markers; history turns open with `</think>`; `<think>` prefilled
+GLM47 = {
+    "system": "[gMASK]<sop><|system|>You are terse.<|user|>Hello<|assistant|><think>",
+    "tools_declared": GLM47_WT
+    + "<|system|>You are terse.<|user|>Weather in Paris?<|assistant|><think>",
+    "tool_round_trip": GLM47_W + "<|user|>Weather in Paris?<|assistant|></think>"
+    "<tool_call>get_weather<arg_key>city</arg_key><arg_value>Paris</arg_value></tool_call>"
+    "<|observation|><tool_response>18C, sunny</tool_response><|assistant|><think>",
+    "multi_turn_reasoning": "[gMASK]<sop><|user|>2+2?<|assistant|></think>4<|user|>And 3+3?"
+    "<|assistant|></think>6<|user|>Thanks<|assistant|><think>",
+    "parallel_calls": GLM47_WT + "<|user|>Weather and time in Paris?<|assistant|>"
+    "<think>Two tools.</think>Checking.<tool_call>get_weather<arg_key>city</arg_key>"
+    "<arg_value>Paris</arg_value></tool_call><tool_call>get_time<arg_key>city</arg_key>"
+    "<arg_value>Paris</arg_value><arg_key>utc</arg_key><arg_value>true</arg_value></tool_call>"
+    "<|observation|><tool_response>18C</tool_response><tool_response>09:00</tool_response>"
+    "<|assistant|><think>",
+    "thinking_on": "[gMASK]<sop><|user|>Hi<|assistant|><think>",
+    "thinking_off": "[gMASK]<sop><|user|>Hi<|assistant|></think>",
+    "non_ascii": GLM47_W + "<|system|>Réponds en français.<|user|>Grüße, 你好 — ¿qué tal? 🌤"
+    "<|assistant|></think><tool_call>get_weather<arg_key>city</arg_key><arg_value>Zürich"
+    "</arg_value></tool_call><|observation|><tool_response>Température : 18 °C"
+    "</tool_response><|assistant|><think>",
+}
+
+# GLM-4.5 / 4.6: a newline after turn markers; `<think></think>` on history turns; `/nothink`
+GLM45 = {
+    "system": "[gMASK]<sop><|system|>\nYou are terse.<|user|>\nHello<|assistant|>",
+    "tools_declared": GLM45_WT
+    + "<|system|>\nYou are terse.<|user|>\nWeather in Paris?<|assistant|>",
+    "tool_round_trip": GLM45_W + "<|user|>\nWeather in Paris?<|assistant|>\n<think></think>\n"
+    "<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n</tool_call>"
+    "<|observation|>\n<tool_response>\n18C, sunny\n</tool_response><|assistant|>",
+    "multi_turn_reasoning": "[gMASK]<sop><|user|>\n2+2?<|assistant|>\n<think></think>\n4"
+    "<|user|>\nAnd 3+3?<|assistant|>\n<think></think>\n6<|user|>\nThanks<|assistant|>",
+    "parallel_calls": GLM45_WT + "<|user|>\nWeather and time in Paris?<|assistant|>\n"
+    "<think>Two tools.</think>\nChecking.\n<tool_call>get_weather\n<arg_key>city</arg_key>\n"
+    "<arg_value>Paris</arg_value>\n</tool_call>\n<tool_call>get_time\n<arg_key>city</arg_key>\n"
+    "<arg_value>Paris</arg_value>\n<arg_key>utc</arg_key>\n<arg_value>true</arg_value>\n"
+    "</tool_call><|observation|>\n<tool_response>\n18C\n</tool_response>\n<tool_response>\n"
+    "09:00\n</tool_response><|assistant|>",
+    "thinking_on": "[gMASK]<sop><|user|>\nHi<|assistant|>",
+    "thinking_off": "[gMASK]<sop><|user|>\nHi/nothink<|assistant|>\n<think></think>",
+    "non_ascii": GLM45_W + "<|system|>\nRéponds en français.<|user|>\nGrüße, 你好 — ¿qué tal? 🌤"
+    "<|assistant|>\n<think></think>\n<tool_call>get_weather\n<arg_key>city</arg_key>\n"
+    "<arg_value>Zürich</arg_value>\n</tool_call><|observation|>\n<tool_response>\n"
+    "Température : 18 °C\n</tool_response><|assistant|>",
+}
+
+# -- Gemma 4: BOS; <|turn>ROLE ... <turn|>; its own declaration syntax; results in the model turn --
+
+GQ = '<|"|>'  # Gemma's string quote token
+G4_W = (
+    f"<|tool>declaration:get_weather{{description:{GQ}Weather of a city{GQ},parameters:{{"
+    f"properties:{{city:{{description:{GQ}City name{GQ},type:{GQ}STRING{GQ}}}}},"
+    f"required:[{GQ}city{GQ}],type:{GQ}OBJECT{GQ}}}}}<tool|>"
+)
+G4_T = (
+    f"<|tool>declaration:get_time{{description:{GQ}Local time{GQ},parameters:{{"
+    f"properties:{{city:{{type:{GQ}STRING{GQ}}},utc:{{type:{GQ}BOOLEAN{GQ}}}}},"
+    f"type:{GQ}OBJECT{GQ}}}}}<tool|>"
+)
+G4_OFF = "<|turn>model\n<|channel>thought\n<channel|>"  # thinking off: an empty thought channel
+
+GEMMA4 = {
+    "system": "<bos><|turn>system\nYou are terse.<turn|>\n<|turn>user\nHello<turn|>\n" + G4_OFF,
+    "tools_declared": "<bos><|turn>system\nYou are terse."
+    + G4_W
+    + G4_T
+    + "<turn|>\n<|turn>user\nWeather in Paris?<turn|>\n"
+    + G4_OFF,
+    # the result follows the call in the model turn, and no generation prompt follows it
+    "tool_round_trip": "<bos><|turn>system\n"
+    + G4_W
+    + "<turn|>\n<|turn>user\nWeather in Paris?<turn|>\n<|turn>model\n"
+    f"<|tool_call>call:get_weather{{city:{GQ}Paris{GQ}}}<tool_call|>"
+    f"<|tool_response>response:get_weather{{value:{GQ}18C, sunny{GQ}}}<tool_response|>",
+    "multi_turn_reasoning": "<bos><|turn>user\n2+2?<turn|>\n<|turn>model\n4<turn|>\n"
+    "<|turn>user\nAnd 3+3?<turn|>\n<|turn>model\n6<turn|>\n<|turn>user\nThanks<turn|>\n" + G4_OFF,
+    # reasoning of a calling turn after the last user turn is kept; text after the results
+    "parallel_calls": "<bos><|turn>system\n"
+    + G4_W
+    + G4_T
+    + "<turn|>\n<|turn>user\nWeather and time in Paris?<turn|>\n<|turn>model\n"
+    "<|channel>thought\nTwo tools.\n<channel|>"
+    f"<|tool_call>call:get_weather{{city:{GQ}Paris{GQ}}}<tool_call|>"
+    f"<|tool_call>call:get_time{{city:{GQ}Paris{GQ},utc:true}}<tool_call|>"
+    f"<|tool_response>response:get_weather{{value:{GQ}18C{GQ}}}<tool_response|>"
+    f"<|tool_response>response:get_time{{value:{GQ}09:00{GQ}}}<tool_response|>"
+    "Checking.<turn|>\n",
+    "thinking_on": "<bos><|turn>system\n<|think|>\n<turn|>\n<|turn>user\nHi<turn|>\n<|turn>model\n",
+    "thinking_off": "<bos><|turn>user\nHi<turn|>\n" + G4_OFF,
+    "non_ascii": "<bos><|turn>system\nRéponds en français."
+    + G4_W
+    + "<turn|>\n<|turn>user\nGrüße, 你好 — ¿qué tal? 🌤<turn|>\n<|turn>model\n"
+    f"<|tool_call>call:get_weather{{city:{GQ}Zürich{GQ}}}<tool_call|>"
+    f"<|tool_response>response:get_weather{{value:{GQ}Température : 18 °C{GQ}}}"
+    "<tool_response|>",
+}
+
+# -- Kimi K2 (K2 Thinking's layout): <|im_user|>user<|im_middle|>...<|im_end|>, no newlines ----
+
+K2_SYSTEM = (
+    "<|im_system|>system<|im_middle|>You are Kimi, an AI assistant created by Moonshot AI."
+    "<|im_end|>"
+)
+K2_W = "<|im_system|>tool_declare<|im_middle|>[" + WEATHER_JSON + "]<|im_end|>"
+K2_WT = "<|im_system|>tool_declare<|im_middle|>[" + WEATHER_JSON + ", " + TIME_JSON + "]<|im_end|>"
+K2_GEN = "<|im_assistant|>assistant<|im_middle|>"
+
+
+def k2_user(text: str) -> str:
+    return f"<|im_user|>user<|im_middle|>{text}<|im_end|>"
+
+
+def k2_result(call_id: str, text: str) -> str:
+    return f"<|im_system|>tool<|im_middle|>## Return of {call_id}\n{text}<|im_end|>"
+
+
+def k2_calls(*calls: tuple[str, str]) -> str:
+    inner = "".join(
+        f"<|tool_call_begin|>{i}<|tool_call_argument_begin|>{a}<|tool_call_end|>" for i, a in calls
+    )
+    return f"<|tool_calls_section_begin|>{inner}<|tool_calls_section_end|>"
+
+
+KIMI_K2 = {
+    "system": "<|im_system|>system<|im_middle|>You are terse.<|im_end|>"
+    + k2_user("Hello")
+    + K2_GEN,
+    "tools_declared": K2_WT
+    + "<|im_system|>system<|im_middle|>You are terse.<|im_end|>"
+    + k2_user("Weather in Paris?")
+    + K2_GEN,
+    "tool_round_trip": K2_W
+    + K2_SYSTEM
+    + k2_user("Weather in Paris?")
+    + K2_GEN
+    + "<think></think>"
+    + k2_calls(("call_1", '{"city": "Paris"}'))
+    + "<|im_end|>"
+    + k2_result("call_1", "18C, sunny")
+    + K2_GEN,
+    # turns up to the last answer without calls show an empty block
+    "multi_turn_reasoning": K2_SYSTEM
+    + k2_user("2+2?")
+    + K2_GEN
+    + "<think></think>4<|im_end|>"
+    + k2_user("And 3+3?")
+    + K2_GEN
+    + "<think></think>6<|im_end|>"
+    + k2_user("Thanks")
+    + K2_GEN,
+    "parallel_calls": K2_WT
+    + K2_SYSTEM
+    + k2_user("Weather and time in Paris?")
+    + K2_GEN
+    + "<think>Two tools.</think>Checking."
+    + k2_calls(("call_1", '{"city": "Paris"}'), ("call_2", '{"city": "Paris", "utc": true}'))
+    + "<|im_end|>"
+    + k2_result("call_1", "18C")
+    + k2_result("call_2", "09:00")
+    + K2_GEN,
+    "thinking_on": K2_SYSTEM + k2_user("Hi") + K2_GEN,
+    # K2.5's switch (K2 Thinking has none): thinking off prefills an empty block
+    "thinking_off": K2_SYSTEM + k2_user("Hi") + K2_GEN + "<think></think>",
+    "non_ascii": K2_W
+    + "<|im_system|>system<|im_middle|>Réponds en français.<|im_end|>"
+    + k2_user("Grüße, 你好 — ¿qué tal? 🌤")
+    + K2_GEN
+    + "<think></think>"
+    + k2_calls(("call_1", '{"city": "Zürich"}'))
+    + "<|im_end|>"
+    + k2_result("call_1", "Température : 18 °C")
+    + K2_GEN,
+}
+
+
+@dataclass(frozen=True)
+class Format:
+    family: str
+    tool_parser: str
+    expected: dict[str, str]
+    special_tokens: dict[str, str] = field(default_factory=dict)
+
+
+FORMATS: dict[str, Format] = {
+    "qwen3": Format("qwen3", "hermes", QWEN3),
+    "qwen3_coder": Format("qwen3", "qwen3_coder", QWEN3_CODER),
+    "glm47": Format("glm", "glm47", GLM47),
+    "glm45": Format("glm", "glm45", GLM45),
+    "kimi_k2": Format("kimi_k2", "kimi_k2", KIMI_K2),
+    "gemma4": Format("gemma4", "gemma4", GEMMA4, {"bos_token": "<bos>"}),
+}
+
+
+def render(fmt: Format, name: str) -> str:
+    conv = CONVERSATIONS[name]
+    template = ChatTemplate.builtin(fmt.family, fmt.tool_parser, fmt.special_tokens)
+    return template.render(
+        [dict(m) for m in conv.messages],
+        conv.tools,
+        thinking=conv.thinking,
+        template_kwargs=conv.kwargs,
+    )
+
+
+CASES = [(f, n) for f, fmt in FORMATS.items() for n in fmt.expected]
+
+
+@pytest.mark.parametrize(("family", "name"), CASES, ids=[f"{f}-{n}" for f, n in CASES])
+def test_builtin_writes_the_official_format(family: str, name: str) -> None:
+    fmt = FORMATS[family]
+    assert render(fmt, name) == fmt.expected[name]
+
+
+def test_every_shape_is_compared_for_every_family() -> None:
+    for key, fmt in FORMATS.items():
+        assert set(fmt.expected) == set(CONVERSATIONS), key
+
+
+@pytest.mark.parametrize(
+    ("flag", "served"),
+    [("glm45", "glm45.jinja"), ("GLM45", "glm45.jinja"), ("glm47", "glm.jinja")],
+)
+def test_the_tool_parser_as_named_picks_its_generations_template(flag: str, served: str) -> None:
+    # `glm45` and `glm47` share one grammar; the name given says which GLM generation is served
+    args = _parser("vllm").parse_args(
+        ["--engine-url", "http://127.0.0.1:9", "--model", "m", "--tool-call-parser", flag]
+    )
+    _, _, template = configure("vllm", args, {})
+    assert template.name == f"built-in {served}"
+
+
+def test_gemma4_writes_its_bos_without_a_model_folder() -> None:
+    # the engine adds no special tokens: the prompt carries Gemma's BOS itself
+    fmt = Format("gemma4", "gemma4", GEMMA4)
+    assert render(fmt, "thinking_off") == GEMMA4["thinking_off"]
+    folder = Format("gemma4", "gemma4", GEMMA4, {"bos_token": "<B>"})
+    assert render(folder, "thinking_off") == "<B>" + GEMMA4["thinking_off"][len("<bos>") :]
