@@ -39,6 +39,7 @@ DEFAULT_IMAGE = image_tag("sidecar-vllm")
 SUITES = ("tests/parsers", "tests/sidecar", "tests/routing", "tests/selection")
 # What the suites import beyond the image's runtime packages (the `test` extra's tools).
 TEST_TOOLS = ("pytest", "pytest-xdist", "pytest-timeout", "hypothesis", "httpx", "openai")
+TEST_TOOLS += ("transformers",)  # the reference renderer of chat templates
 DEPS_CACHE = ROOT / ".reports" / "image-test-deps"
 # Inside the container: the site-packages of the image's venv gets this `.pth` (appended
 # to sys.path after the image's own packages), then the command runs.
