@@ -7,6 +7,7 @@ of checks passed per parser mode. docs/testing.md, "A real engine".
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -87,8 +88,12 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 
 
 @pytest.fixture(scope="session")
-def logs(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("engine-logs")
+def logs() -> Path:
+    """The servers' logs, kept after the run for a failure's story (.reports is ignored)."""
+    path = HERE.parents[1] / ".reports" / "engine-logs"
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    return path
 
 
 @pytest.fixture(scope="session")

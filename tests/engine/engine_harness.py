@@ -49,6 +49,7 @@ DEFAULT_CACHE = Path.home() / ".cache" / "sidecar-forge" / "engine"
 # Present in the index's resolution, CUDA-linked, unused by a text model, failing at import.
 UNWANTED = ("torchvision", "torchaudio", "torchcodec")
 MODEL_NAME = "tiny-qwen3"
+MAX_MODEL_LEN = 8192  # long enough for a generation that outlasts a client's disconnect
 # The sidecar's parser modes (docs/parser-selection.md): DYN_PARSER_VERSION unset, 1, 2.
 PARSER_MODES: dict[str, str | None] = {"unset": None, "v1": "1", "v2": "2"}
 
@@ -244,7 +245,7 @@ def vllm_argv(python: Path, model: Path, port: int, extra: Sequence[str] = ()) -
         str(port),
         "--enforce-eager",
         "--max-model-len",
-        "2048",
+        str(MAX_MODEL_LEN),
         "--max-num-seqs",
         "64",
         "--generation-config",

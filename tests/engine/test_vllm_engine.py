@@ -16,7 +16,14 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from engine_harness import MODEL_NAME, PARSER_MODES, get, post_json, start_sidecar
+from engine_harness import (
+    MAX_MODEL_LEN,
+    MODEL_NAME,
+    PARSER_MODES,
+    get,
+    post_json,
+    start_sidecar,
+)
 
 from sidecar.app import Sidecar
 from sidecar.cli import _parser, configure
@@ -238,18 +245,22 @@ def test_tool_choice_required(sidecar: str, mode: str) -> None:
     )
     calls = whole.choices[0].message.tool_calls
     assert calls, whole.choices[0]
-    for c in calls:
-        check_call(c.function.name, c.function.arguments)
-    # The array has no bound: a random model may go on adding calls until max_tokens.
+    complete = calls
+    # The array has no bound: a random model may go on adding calls until max_tokens; the
+    # call cut off then is passed on as written (V2) or as content (V1), never repaired.
     if whole.choices[0].finish_reason != "tool_calls":
         assert whole.choices[0].finish_reason == "length"
         assert whole.usage.completion_tokens == 300
+        complete = calls[:-1]
+    for c in complete:
+        check_call(c.function.name, c.function.arguments)
     parts = streamed(
         sidecar, mode, messages=USER, tools=TOOLS, tool_choice="required", max_tokens=300
     )
-    assert [(c["name"], json.loads(c["arguments"])) for c in parts["calls"].values()] == [
-        (c.function.name, json.loads(c.function.arguments)) for c in calls
+    assert [(c["name"], c["arguments"]) for c in parts["calls"].values()] == [
+        (c.function.name, c.function.arguments) for c in calls
     ]
+    assert parts["finish"] == whole.choices[0].finish_reason
 
 
 def test_tool_choice_named(sidecar: str, mode: str) -> None:
@@ -329,13 +340,15 @@ def test_response_format(sidecar: str, mode: str) -> None:
 
 
 def test_engine_4xx_passed_on(sidecar: str, mode: str) -> None:
+    too_many = MAX_MODEL_LEN + 1
     with pytest.raises(openai.BadRequestError) as caught:
-        chat(sidecar, mode, messages=USER, max_tokens=5000)
+        chat(sidecar, mode, messages=USER, max_tokens=too_many)
     error = caught.value.body
     assert isinstance(error, dict)
     assert error["code"] == "engine_rejected"
     # vLLM's own words, passed on.
-    assert "max_tokens=5000 cannot be greater than max_model_len" in error["message"]
+    expected = f"max_tokens={too_many} cannot be greater than max_model_len={MAX_MODEL_LEN}"
+    assert expected in error["message"]
 
 
 def vllm_metrics(vllm: str) -> dict[str, float]:
@@ -366,12 +379,13 @@ def settled_metrics(vllm: str) -> dict[str, float]:
 
 
 def test_client_disconnect_aborts_generation(sidecar: str, mode: str, vllm: str) -> None:
-    """A client leaving mid-stream ends the generation in vLLM: it stops generating tokens
-    and the request never finishes as stop/length (vLLM counts neither for an abort)."""
+    """A client leaving mid-stream ends the generation in vLLM: it stops generating long
+    before `max_tokens` and the request never finishes as stop/length (vLLM counts neither
+    for an abort)."""
     before = settled_metrics(vllm)
-    # About 3.5 s of generation here (temperature 0: this model writes no end token so
+    # Several seconds of generation here (temperature 0: this model writes no end token so
     # soon); the client leaves once the stream has started.
-    asked = 1900
+    asked = MAX_MODEL_LEN - 200
     body = {
         "model": MODEL_NAME,
         "messages": USER,
@@ -385,14 +399,6 @@ def test_client_disconnect_aborts_generation(sidecar: str, mode: str, vllm: str)
     ):
         assert response.status_code == 200
         assert next(response.iter_lines()).startswith("data: ")
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
-        now = vllm_metrics(vllm)
-        if now["vllm:num_requests_running"] == 0:
-            break
-        time.sleep(0.05)
-    assert now["vllm:num_requests_running"] == 0
-    time.sleep(4)  # longer than the whole generation would take: nothing more comes
     after = settled_metrics(vllm)
     generated = after["vllm:generation_tokens_total"] - before["vllm:generation_tokens_total"]
     assert generated < asked / 2, (before, after)
