@@ -97,7 +97,8 @@ def engine(session: nox.Session) -> None:
     _install(session, "test")
     session.run("python", harness)  # the engine venv and the model, timed on their own
     env = {"SIDECAR_FORGE_ENGINE_TESTS": "1"}
-    _pytest(session, env, default_args=("-p", "no:xdist", "-rfE", "tests/engine"))
+    args = ("-p", "no:xdist", "-rfE", "--durations=5", "tests/engine")
+    _pytest(session, env, default_args=args)
 
 
 @nox.session(python="3.11")
