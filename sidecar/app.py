@@ -33,8 +33,8 @@ from sidecar.asgi import (
 )
 from sidecar.chat import Accumulator, ChunkFactory, chunks_for, completion
 from sidecar.config import SidecarConfig
-from sidecar.engine_client import EngineClient, EngineStream
 from sidecar.enforcement import Enforcement, probe_request
+from sidecar.engine_client import EngineClient, EngineStream
 from sidecar.engines.base import EngineAdapter, EngineRequest, Usage
 from sidecar.errors import INTERNAL_ERROR, APIError, EngineError, envelope
 from sidecar.exchange import AsgiExchange, Exchange

@@ -65,9 +65,7 @@ def _name(tool: Mapping[str, Any]) -> str:
     return str(tool.get("function", {}).get("name"))
 
 
-def required_schema(
-    tools: tuple[Mapping[str, Any], ...], parallel: bool = True
-) -> dict[str, Any]:
+def required_schema(tools: tuple[Mapping[str, Any], ...], parallel: bool = True) -> dict[str, Any]:
     defs: dict[str, Any] = {}
     branches = []
     for i, tool in enumerate(tools):

@@ -140,4 +140,3 @@ def misconfigured_vllm(engine_python: Path, model_dir: Path, logs: Path) -> Iter
         yield url
     finally:
         server.stop()
-

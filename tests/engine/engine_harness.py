@@ -207,7 +207,9 @@ class Process:
                 if status == 200:
                     return
             time.sleep(0.25)
-        raise RuntimeError(f"{self.name} not serving {url} after {timeout:.0f} s:\n{self.log_tail()}")
+        raise RuntimeError(
+            f"{self.name} not serving {url} after {timeout:.0f} s:\n{self.log_tail()}"
+        )
 
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:

@@ -22,7 +22,14 @@ VOCAB = 4096
 # Qwen3's added tokens: control tokens are special (dropped by skip_special_tokens); the
 # reasoning and tool-call markup is not, so it stays in the text as in the real family.
 SPECIAL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-MARKUP = ["<think>", "</think>", "<tool_call>", "</tool_call>", "<tool_response>", "</tool_response>"]
+MARKUP = [
+    "<think>",
+    "</think>",
+    "<tool_call>",
+    "</tool_call>",
+    "<tool_response>",
+    "</tool_response>",
+]
 
 
 def train_tokenizer(texts: list[str]) -> object:

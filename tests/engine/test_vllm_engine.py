@@ -240,9 +240,7 @@ def test_tool_choice_auto(sidecar: str, mode: str) -> None:
 
 
 def test_tool_choice_required(sidecar: str, mode: str) -> None:
-    whole = chat(
-        sidecar, mode, messages=USER, tools=TOOLS, tool_choice="required", max_tokens=300
-    )
+    whole = chat(sidecar, mode, messages=USER, tools=TOOLS, tool_choice="required", max_tokens=300)
     calls = whole.choices[0].message.tool_calls
     assert calls, whole.choices[0]
     complete = calls
@@ -423,8 +421,11 @@ def test_health_models_metrics(sidecar: str, mode: str) -> None:
         for name in ("sidecar_prompt_tokens_total", "sidecar_generation_tokens_total"):
             m = re.search(rf'^{name}\{{engine="vllm"\}} ([0-9.e+]+)$', text.decode(), re.M)
             found[name] = float(m.group(1)) if m else 0.0
-        m = re.search(r'^sidecar_requests_total\{engine="vllm",status="200"\} ([0-9.e+]+)$',
-                      text.decode(), re.M)
+        m = re.search(
+            r'^sidecar_requests_total\{engine="vllm",status="200"\} ([0-9.e+]+)$',
+            text.decode(),
+            re.M,
+        )
         found["ok"] = float(m.group(1)) if m else 0.0
         return found
 
@@ -442,9 +443,7 @@ def test_health_models_metrics(sidecar: str, mode: str) -> None:
 # -- the engine's side of the contract ----------------------------------------------------
 
 
-def test_reasoning_parser_engine_is_named(
-    mode: str, misconfigured_vllm: str, logs: Any
-) -> None:
+def test_reasoning_parser_engine_is_named(mode: str, misconfigured_vllm: str, logs: Any) -> None:
     """vLLM with --reasoning-parser ignores the constraint before `</think>`: the sidecar finds
     out and refuses forced choices with a message naming the flag, never a silent 200."""
     process, url = start_sidecar(
