@@ -376,11 +376,22 @@ def settled_metrics(vllm: str) -> dict[str, float]:
     raise AssertionError(f"vLLM's metrics do not settle: {last}")
 
 
+def disconnects(sidecar: str) -> float:
+    """The sidecar's count of requests whose client left (499)."""
+    status, text = get(f"{sidecar}/metrics")
+    assert status == 200
+    m = re.search(
+        r'^sidecar_requests_total\{engine="vllm",status="499"\} ([0-9.e+]+)$', text.decode(), re.M
+    )
+    return float(m.group(1)) if m else 0.0
+
+
 def test_client_disconnect_aborts_generation(sidecar: str, mode: str, vllm: str) -> None:
-    """A client leaving mid-stream ends the generation in vLLM: it stops generating long
-    before `max_tokens` and the request never finishes as stop/length (vLLM counts neither
-    for an abort)."""
+    """A client leaving mid-stream ends the generation in vLLM: the sidecar counts a 499,
+    vLLM stops generating long before `max_tokens`, and the request never finishes as
+    stop/length (vLLM counts neither for an abort)."""
     before = settled_metrics(vllm)
+    left_before = disconnects(sidecar)
     # Several seconds of generation here (temperature 0: this model writes no end token so
     # soon); the client leaves once the stream has started.
     asked = MAX_MODEL_LEN - 200
@@ -397,13 +408,21 @@ def test_client_disconnect_aborts_generation(sidecar: str, mode: str, vllm: str)
     ):
         assert response.status_code == 200
         assert next(response.iter_lines()).startswith("data: ")
+    left = time.monotonic()
+    while disconnects(sidecar) == left_before and time.monotonic() - left < 10:
+        time.sleep(0.05)
+    noticed = time.monotonic() - left
+    running = vllm_metrics(vllm)["vllm:num_requests_running"]
     after = settled_metrics(vllm)
     generated = after["vllm:generation_tokens_total"] - before["vllm:generation_tokens_total"]
-    assert generated < asked / 2, (before, after)
-    assert after["vllm:request_success_total"] == before["vllm:request_success_total"]
-    status, text = get(f"{sidecar}/metrics")
-    assert status == 200
-    assert re.search(r'sidecar_requests_total\{engine="vllm",status="499"\} [1-9]', text.decode())
+    story = (
+        f"sidecar 499 after {noticed:.2f} s ({disconnects(sidecar) - left_before:.0f}); "
+        f"vLLM running then: {running:.0f}; generated {generated:.0f} of {asked}; "
+        f"vLLM before {before}, after {after}"
+    )
+    assert disconnects(sidecar) == left_before + 1, story
+    assert generated < asked / 2, story
+    assert after["vllm:request_success_total"] == before["vllm:request_success_total"], story
 
 
 def test_health_models_metrics(sidecar: str, mode: str) -> None:
