@@ -365,9 +365,9 @@ def vllm_metrics(vllm: str) -> dict[str, float]:
 
 
 def settled_metrics(vllm: str) -> dict[str, float]:
-    """vLLM's counters once nothing runs and two reads 0.3 s apart agree."""
+    """vLLM's counters once nothing runs and two reads 0.3 s apart agree (within 60 s)."""
     last = vllm_metrics(vllm)
-    for _ in range(50):
+    for _ in range(200):
         time.sleep(0.3)
         now = vllm_metrics(vllm)
         if now == last and now["vllm:num_requests_running"] == 0:
