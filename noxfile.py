@@ -1,5 +1,5 @@
 """Project sessions: `nox -s build` (main job), `test`, `test-plain`, `test-v1`, `test-v2`, `lint`,
-`bench`, `images`, `test-image`.
+`bench`, `images`, `test-image`, `engine`.
 
 Every session installs from `constraints.txt`, so tool and library versions are pinned.
 """
@@ -86,6 +86,19 @@ def test_v2(session: nox.Session) -> None:
     Mode-independent tests are reported as skipped with their reason, as in test-v1.
     """
     _pytest(session, {"DYN_PARSER_VERSION": "2"}, extra=MODE_ONLY)
+
+
+@nox.session(python="3.11")
+def engine(session: nox.Session) -> None:
+    """The sidecar in front of a real vLLM (CPU build, a tiny model made on the spot), checked
+    with the `openai` client in every parser mode; prints the table of checks passed per mode
+    (docs/testing.md, "A real engine"). vLLM's venv is installed once into a cache folder."""
+    harness = str(ROOT / "tests" / "engine" / "engine_harness.py")
+    _install(session, "test")
+    session.run("python", harness)  # the engine venv and the model, timed on their own
+    env = {"SIDECAR_FORGE_ENGINE_TESTS": "1"}
+    args = ("-p", "no:xdist", "-rfE", "--durations=5", "tests/engine")
+    _pytest(session, env, default_args=args)
 
 
 @nox.session(python="3.11")

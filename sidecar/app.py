@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import hmac
 import logging
@@ -32,6 +33,7 @@ from sidecar.asgi import (
 )
 from sidecar.chat import Accumulator, ChunkFactory, chunks_for, completion
 from sidecar.config import SidecarConfig
+from sidecar.enforcement import Enforcement, probe_request
 from sidecar.engine_client import EngineClient, EngineStream
 from sidecar.engines.base import EngineAdapter, EngineRequest, Usage
 from sidecar.errors import INTERNAL_ERROR, APIError, EngineError, envelope
@@ -66,6 +68,35 @@ class Sidecar:
             ca_bundle=config.engine_ca_bundle,
         )
         self.metrics = Metrics(config.engine)
+        self.enforcement = Enforcement()
+        self._enforcement_lock = asyncio.Lock()
+
+    async def check_enforcement(self) -> None:
+        """Ask the engine once whether it enforces structured output (`sidecar.enforcement`);
+        concurrent callers share the one probe. A probe that fails teaches nothing: requests
+        go on as before and the check is repeated later."""
+        async with self._enforcement_lock:
+            if not self.enforcement.due(time.monotonic()):
+                return
+            text: str | None
+            try:
+                text = (await self.engine.complete(probe_request(self.config.model))).text
+            except EngineError as exc:
+                log.warning("structured-output check: the engine failed it: %s", exc.message)
+                text = None
+            self.enforcement.record(time.monotonic(), self.config.engine, text)
+            if self.enforcement.message is not None:
+                log.error("%s", self.enforcement.message)
+
+    async def require_enforcement(self) -> None:
+        """Before a constrained request: a 502 naming the engine flag to change when the
+        engine is known not to enforce structured output."""
+        if self.enforcement.due(time.monotonic()):
+            await self.check_enforcement()
+        if self.enforcement.message is not None:
+            raise APIError(
+                502, self.enforcement.message, type="engine_error", code="engine_misconfigured"
+            )
 
     # -- request preparation (no engine I/O) ---------------------------------------------
 
@@ -98,7 +129,7 @@ class Sidecar:
             asked=asked,
         )
         plan = plan_request(settings, facts, prompt)
-        guided = guided_schema(plan, fmt)
+        guided = guided_schema(plan, fmt, chat.parallel_tool_calls)
         engine_request = EngineRequest(
             model=self.config.model,
             prompt=prompt,
@@ -130,6 +161,11 @@ class Sidecar:
                 raw = await exchange.read_body(self.config.max_body_bytes)
                 chat, plan, engine_request = self.prepare(raw)
                 route, stream = plan.route, chat.stream
+                if (
+                    engine_request.guided_json is not None
+                    or engine_request.structural_tag is not None
+                ) and self.enforcement.state != "enforced":
+                    await self.require_enforcement()
                 # The parser, the response's id and the disconnect watch's timer are made
                 # once the engine request is written, while the engine works: they are not
                 # needed before its answer.
@@ -152,7 +188,13 @@ class Sidecar:
                 if stream:
                     engine_stream = await self.engine.open_stream(engine_request, after_write)
                     await self._stream(
-                        exchange, engine_stream, parser[0], factories[0], started, route
+                        exchange,
+                        engine_stream,
+                        parser[0],
+                        factories[0],
+                        started,
+                        route,
+                        one_call=not chat.parallel_tool_calls,
                     )
                     return
                 with watch:
@@ -169,6 +211,7 @@ class Sidecar:
                     message,
                     event.usage,
                     event.stop_reason,
+                    one_call=not chat.parallel_tool_calls,
                 )
                 elapsed = time.perf_counter() - started
                 await exchange.respond_json(200, body, [(ROUTE_HEADER_BYTES, route.encode())])
@@ -210,6 +253,7 @@ class Sidecar:
         factory: ChunkFactory,
         started: float,
         route: str,
+        one_call: bool = False,
     ) -> None:
         status, code = 200, None
         try:
@@ -226,7 +270,8 @@ class Sidecar:
                         ],
                     }
                 )
-                async for data in self._events(engine_stream, parser, factory, started):
+                events = self._events(engine_stream, parser, factory, started, one_call)
+                async for data in events:
                     if isinstance(data, APIError):
                         status, code = data.status, data.code
                         continue
@@ -246,10 +291,12 @@ class Sidecar:
         parser: StreamParser,
         factory: ChunkFactory,
         started: float,
+        one_call: bool = False,
     ) -> AsyncIterator[bytes | APIError]:
         """The SSE bytes to send, per engine network read; an `APIError` item records the
-        failure the stream reports in-band (its event is among the bytes)."""
-        acc = Accumulator()
+        failure the stream reports in-band (its event is among the bytes). `one_call`: calls
+        after the first are not sent (`parallel_tool_calls: false`)."""
+        acc = Accumulator(one_call=one_call)
         first_token = True
         reason = "stop"
         stop_reason: str | int | None = None
@@ -311,7 +358,13 @@ class Sidecar:
 
     async def health(self, request: Request) -> Response:
         if await self.engine.healthy():
-            return JSONResponse({"status": "ok", "engine": self.config.engine})
+            # The engine's first healthy answer is when its configuration can be checked.
+            if self.enforcement.due(time.monotonic()):
+                await self.check_enforcement()
+            body: dict[str, Any] = {"status": "ok", "engine": self.config.engine}
+            if self.enforcement.message is not None:
+                body["structured_outputs"] = self.enforcement.message
+            return JSONResponse(body)
         error = APIError(
             503,
             f"engine at {self.config.engine_url} is not healthy yet",

@@ -30,9 +30,11 @@ def tool_call_delta(call: ToolCallDelta, first: bool) -> dict[str, Any]:
 
 @dataclass
 class Accumulator:
-    """What a stream has sent so far: which tool-call indexes were announced."""
+    """What a stream has sent so far: which tool-call indexes were announced. `one_call`
+    (`parallel_tool_calls: false`): calls after the first are not sent."""
 
     announced: set[int] = field(default_factory=set)
+    one_call: bool = False
 
     def add(self, delta: Delta) -> dict[str, Any] | None:
         """The OpenAI `delta` object for `delta` (None when it carries nothing)."""
@@ -43,6 +45,8 @@ class Accumulator:
             out["content"] = delta.content
         calls = []
         for call in delta.tool_calls:
+            if self.one_call and call.index > 0:
+                continue
             first = call.index not in self.announced
             self.announced.add(call.index)
             calls.append(tool_call_delta(call, first))
@@ -94,16 +98,19 @@ def chunks_for(
     return out
 
 
-def message_dict(message: ParsedMessage) -> dict[str, Any]:
+def message_dict(message: ParsedMessage, one_call: bool = False) -> dict[str, Any]:
+    """The response's `message`; `one_call` (`parallel_tool_calls: false`): the first call
+    only, as vLLM's own chat server answers."""
     out: dict[str, Any] = {
         "role": "assistant",
         "content": message.content,
         "reasoning_content": message.reasoning_content,
     }
     if message.tool_calls:
+        calls = message.tool_calls[:1] if one_call else message.tool_calls
         out["tool_calls"] = [
             {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
-            for c in message.tool_calls
+            for c in calls
         ]
     return out
 
@@ -115,6 +122,7 @@ def completion(
     message: ParsedMessage,
     usage: Usage | None,
     stop_reason: str | int | None = None,
+    one_call: bool = False,
 ) -> dict[str, Any]:
     """A non-streamed `chat.completion` from the parsed message."""
     return {
@@ -125,7 +133,7 @@ def completion(
         "choices": [
             {
                 "index": 0,
-                "message": message_dict(message),
+                "message": message_dict(message, one_call),
                 "logprobs": None,
                 "finish_reason": message.finish_reason,
                 # vLLM's extension: the stop string or token id that ended generation

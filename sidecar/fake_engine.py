@@ -105,6 +105,18 @@ def _generate(script: Script, prompt: str, max_tokens: Any, stop: Any) -> Genera
     return Generation(chunks, finish, stop_reason, max(1, len(prompt.split())))
 
 
+def _single_value(schema: Any) -> tuple[Any] | None:
+    """The one value a schema allows (`const`, or an `enum` of one item), else None."""
+    if not isinstance(schema, Mapping):
+        return None
+    if "const" in schema:
+        return (schema["const"],)
+    enum = schema.get("enum")
+    if isinstance(enum, list) and len(enum) == 1:
+        return (enum[0],)
+    return None
+
+
 class FakeEngine:
     """One fake engine: `kind` is vllm, sglang or trtllm."""
 
@@ -115,6 +127,7 @@ class FakeEngine:
         incremental: bool = False,
         default: Script | None = None,
         api_key: str | None = None,
+        enforces_guided: bool = True,
     ):
         if kind not in ("vllm", "sglang", "trtllm"):
             raise ValueError(f"unknown engine kind {kind!r}")
@@ -128,6 +141,10 @@ class FakeEngine:
         # /health stays open.
         self.api_key = api_key
         self.healthy = True
+        # A guided schema that allows exactly one value (a `const`, a one-item `enum`) is
+        # answered with that value, as an engine applying the constraint must; False plays
+        # an engine that ignores guided decoding (vLLM gating it behind --reasoning-parser).
+        self.enforces_guided = enforces_guided
         self.started = 0
         self.completed = 0
         self.cancelled = 0  # streams that ended because the client went away
@@ -174,6 +191,9 @@ class FakeEngine:
         script = self.script_for(prompt)
         if script.fail_status is not None:
             return self._error(script.fail_status, "scripted engine failure")
+        only = _single_value(self._guided_schema(body)) if self.enforces_guided else None
+        if only is not None:
+            script = Script(json.dumps(only[0]))
         gen = _generate(script, prompt, max_tokens, stop)
         if not body.get("stream"):
             if script.hang_after is not None:
@@ -188,6 +208,19 @@ class FakeEngine:
         return StreamingResponse(
             self._stream(script, gen, include_usage), media_type="text/event-stream"
         )
+
+    def _guided_schema(self, body: Mapping[str, Any]) -> Any:
+        """The guided-JSON schema of a request, in the engine's own field."""
+        if self.kind == "sglang":
+            raw = (body.get("sampling_params") or {}).get("json_schema")
+            return json.loads(raw) if isinstance(raw, str) else None
+        if self.kind == "trtllm":
+            fmt = body.get("response_format") or {}
+            return fmt.get("schema") if fmt.get("type") == "json" else None
+        outputs = body.get("structured_outputs")
+        if isinstance(outputs, Mapping):
+            return outputs.get("json")
+        return body.get("guided_json")
 
     def _validate(self, body: Mapping[str, Any]) -> str | None:
         if self.kind == "sglang":

@@ -74,6 +74,8 @@ class ChatRequest:
     sampling: Sampling
     tools: list[dict[str, Any]] = field(default_factory=list)
     tool_choice: ToolChoice = field(default_factory=lambda: ToolChoice("auto"))
+    # `parallel_tool_calls: false`: at most one call in the answer (OpenAI's meaning).
+    parallel_tool_calls: bool = True
     response_format: ResponseFormat | None = None
     # The structural tag asked for, in any spelling (docs/parser-selection.md), as an object.
     structural_tag: Mapping[str, Any] | None = None
@@ -481,6 +483,8 @@ def _parse(body: Mapping[str, Any]) -> ChatRequest:
         sampling=sampling,
         tools=_tools(body),
         tool_choice=_tool_choice(body),
+        parallel_tool_calls=_boolean(body.get("parallel_tool_calls"), "parallel_tool_calls")
+        is not False,
         response_format=fmt,
         structural_tag=_structural_tag(body, fmt),
         thinking=body.get("thinking"),

@@ -68,9 +68,13 @@ def adapter_for(kind: str) -> EngineAdapter:
 
 
 def deploy(
-    kind: str, *, incremental: bool = False, front: str = DEFAULT_FRONT
+    kind: str,
+    *,
+    incremental: bool = False,
+    front: str = DEFAULT_FRONT,
+    enforces_guided: bool = True,
 ) -> Iterator[Deployment]:
-    engine = FakeEngine(kind, incremental=incremental)
+    engine = FakeEngine(kind, incremental=incremental, enforces_guided=enforces_guided)
     deployment = Deployment(kind, engine, serve_in_thread(engine.app), front=front)
     try:
         yield deployment
