@@ -109,9 +109,12 @@ def folder_sidecar(vllm: str, model_dir: Path, logs: Path) -> Iterator[str]:
 
 
 def _prompt_tokens(url: str, body: dict[str, Any]) -> int:
+    # tool_choice "none": vLLM started without --enable-auto-tool-choice refuses "auto"; with
+    # "none" it still hands the tools to the template, as the sidecar does
+    extra = {"tool_choice": "none"} if "tools" in body else {}
     status, answer = post_json(
         f"{url}/v1/chat/completions",
-        {"model": MODEL_NAME, "max_tokens": 1, "temperature": 0, **body},
+        {"model": MODEL_NAME, "max_tokens": 1, "temperature": 0, **extra, **body},
     )
     assert status == 200, answer
     return int(answer["usage"]["prompt_tokens"])
