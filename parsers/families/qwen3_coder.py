@@ -161,7 +161,9 @@ def _close_ends(
     if tag != PARAMETER:
         return None if tag is None else tag is not False
     start = text.index(PARAMETER, at) + len(PARAMETER)
-    end = text.find(">", start)
+    # a `>` past the name bound does not make a tag: the same answer whether it has come yet
+    # or not (a stream stops waiting at the bound)
+    end = text.find(">", start, start + _MAX_NAME + 1)
     if end < 0:
         return None if not final and len(text) - start <= _MAX_NAME else False
     if names is None or text[start:end].strip() in names:
