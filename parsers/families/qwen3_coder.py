@@ -310,8 +310,8 @@ class _ValueEnd:
         i = t.find(PARAMETER)
         while 0 <= i < bound:
             if (t[i - 1] if i else self.prev) == "\n":
-                end = t.find(">", i)
-                name = t[i + len(PARAMETER) : end].strip() if 0 <= end < bound else None
+                end = t.find(">", i, bound)  # (to `bound` only: per tag, never the rest)
+                name = t[i + len(PARAMETER) : end].strip() if end >= 0 else None
                 if (
                     name
                     and name != self.key
@@ -322,8 +322,11 @@ class _ValueEnd:
             i = t.find(PARAMETER, i + 1)
         i = t.find(FUNCTION_END)
         while 0 <= i < bound:
-            rest = t[i + len(FUNCTION_END) : bound].lstrip(_BLANKS)
-            if not rest or rest.startswith(TOOL_CALL_END):
+            # blanks, then `</tool_call>` or `bound` (slicing the rest per tag was quadratic)
+            j = i + len(FUNCTION_END)
+            if j < bound:
+                j = _BLANK_RUN.match(t, j, bound).end()  # type: ignore[union-attr]
+            if j >= bound or t.startswith(TOOL_CALL_END, j, bound):
                 return self._cut(i)
             i = t.find(FUNCTION_END, i + 1)
         if cut:
