@@ -12,6 +12,9 @@ the whole text parsed at once (never batched).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 from parser_samples import Sample, case_id, sample_cases
 
@@ -78,3 +81,60 @@ def test_blank_runs_flush_gives_what_waits() -> None:
         runs.take(" ")
     waiting = runs.flush()
     assert waiting and not waiting.strip() and not runs.wait
+
+
+def _tool(name: str, *params: str) -> dict[str, Any]:
+    props = {p: {"type": "string"} for p in params}
+    return {"type": "function", "function": {"name": name, "parameters": {"properties": props}}}
+
+
+# Names and tags with a length bound (longer is no name or tag), built around the bound: a
+# stream stops waiting at the bound, so whole text must not find the tag past it either.
+BOUNDED: dict[str, tuple[dict[str, Any], Callable[[int], str], int]] = {
+    "qwen3-coder parameter name": (
+        {"tool_parser": "qwen3_coder", "tools": [_tool("f", "a", "b")]},
+        lambda n: (
+            "<tool_call>\n<function=f>\n<parameter=a>\nx\n</parameter>\n<parameter=b"
+            + " " * n
+            + ">\ny\n</parameter>\n</function>\n</tool_call>"
+        ),
+        256 - 1,
+    ),
+    "glm key": (
+        {"tool_parser": "glm47"},
+        lambda n: (
+            "<tool_call>f<arg_key>" + "k" * n + "</arg_key><arg_value>v</arg_value></tool_call>"
+        ),
+        256,
+    ),
+    "atem tag": (
+        {"tool_parser": "muse"},
+        lambda n: (
+            ' to=f<|message|><atem:invoke name="f"'
+            + " " * n
+            + '><atem:parameter name="a">1</atem:parameter></atem:invoke><|eom|>ok'
+        ),
+        512 - len('<atem:invoke name="f">'),
+    ),
+    "muse header": (
+        {"tool_parser": "muse", "reasoning_parser": "muse"},
+        lambda n: "hi<|eom|><|start|>" + " " * n + "assistant to=user<|message|>Done.<|eot|>",
+        256 - len("assistant to=user"),
+    ),
+    "muse bare header": (
+        {"tool_parser": "muse", "reasoning_parser": "muse"},
+        lambda n: " to=self" + "a" * n + "<|message|>x<|eom|>",
+        256 - len(" to=self<|message|>"),
+    ),
+}
+
+
+@pytest.mark.parametrize("delta", [-1, 0, 1, 2, 40])
+@pytest.mark.parametrize("shape", list(BOUNDED))
+def test_a_name_at_its_length_bound_parses_alike_for_every_split(shape: str, delta: int) -> None:
+    kw, make, bound = BOUNDED[shape]
+    text = make(bound + delta)
+    whole = parse(text, id_factory=counter_ids(), generation=2, **kw)
+    for i in range(1, len(text)):
+        got = stream([text[:i], text[i:]], id_factory=counter_ids(), generation=2, **kw)
+        assert got == whole, f"split at {i}"
