@@ -145,6 +145,7 @@ def _follow(text: str, at: int, final: bool, tags: MarkerSet) -> str | bool | No
 
 
 _PROBE_LEVELS = 3
+_HELD_BATCH = 4096  # held value text past which new text waits in doubling batches (`add`)
 
 
 def _close_ends(
@@ -221,7 +222,7 @@ class _ValueEnd:
     values stream as before; only text after a tag-like candidate waits for its resolution.
     """
 
-    __slots__ = ("depth", "hold", "key", "names", "pos", "prev", "seen", "text")
+    __slots__ = ("depth", "hold", "key", "more", "more_len", "names", "pos", "prev", "seen", "text")
 
     def __init__(self, key: str, names: frozenset[str] | None, seen: set[str]) -> None:
         self.key = key
@@ -232,6 +233,29 @@ class _ValueEnd:
         self.depth = 0
         self.hold: int | None = None  # first unresolved candidate (nothing from it is released)
         self.prev = "\n"  # the character before `text` (the value start counts as a line start)
+        # Text after `text` not yet scanned, while a long held value waits (see `add`)
+        self.more: list[str] = []
+        self.more_len = 0
+
+    def add(self, text: str, final: bool) -> bool:
+        """Append `text`; False while it waits unscanned. Nothing is released while a
+        candidate is unresolved, and appending to a long held text copied all of it per
+        chunk (a looping model's unclosed nested `<parameter=` lines: quadratic). Past
+        `_HELD_BATCH` characters new text waits until it is as long as the held text, so
+        copies double; the scan then decides exactly as it would have piece by piece
+        (chunk invariance), only later."""
+        if not final and self.hold is not None and len(self.text) >= _HELD_BATCH:
+            self.more.append(text)
+            self.more_len += len(text)
+            if self.more_len < len(self.text):
+                return False
+            text = ""
+        if self.more:
+            text = "".join(self.more) + text
+            self.more = []
+            self.more_len = 0
+        self.text += text
+        return True
 
     def _release(self, upto: int) -> int:
         return upto if self.hold is None else min(upto, self.hold)
@@ -518,7 +542,8 @@ class Qwen3CoderScanner(CallScanner):
             elif st == "value":
                 sink, value = self._sink, self._value
                 assert sink is not None and value is not None
-                value.text += buf.rest()
+                if not value.add(buf.rest(), final):
+                    return ScanResult(events)
                 release, vend, resume = value.scan(final)
                 out = sink.feed(value.drop(release))
                 if out:
