@@ -687,7 +687,8 @@ class MarkerMachine(FamilyMachine):
                 self._jail_events = []
         if not closed and not final:
             return False, ""
-        events.append(Text(self._start + "".join(self._jail)))
+        self._jail.insert(0, self._start)
+        events.append(Text("".join(self._jail)))  # (one copy of a long region, not two)
         self._jail = []
         self._jail_events = []
         self._jail_scanner = None
