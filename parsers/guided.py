@@ -37,9 +37,9 @@ class JsonCallObject:
     __slots__ = (
         "_args_done",
         "_args_held",
-        "_held_parts",
         "_args_reader",
         "_args_stream",
+        "_held_parts",
         "_key",
         "_reader",
         "_state",
@@ -76,8 +76,9 @@ class JsonCallObject:
         assert self.name is not None
         events.append(CallBegin(self.name))
         self.committed = True
-        if self._held() is not None:
-            events.append(CallArgs(self._args_held))
+        held = self._held()
+        if held is not None:
+            events.append(CallArgs(held))
             self._args_held = None
 
     @staticmethod

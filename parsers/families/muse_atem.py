@@ -377,14 +377,14 @@ def batch_calls(
             name, params = whole.groups()
             if not name.strip():
                 return None  # not a call: text
-            pairs = _B_PARAMS.findall(params)
+            found = _B_PARAMS.findall(params)
             # a tag longer than `_MAX_TAG` is not one (`_name_tag_at`): the engine's
             if len(name) > _MAX_NAME_IN["invoke"] or any(
-                len(k) > _MAX_NAME_IN["parameter"] for k, _ in pairs
+                len(k) > _MAX_NAME_IN["parameter"] for k, _ in found
             ):
                 return None
             pos = whole.end()
-            calls.append((name, _batch_args(name, pairs, string_param)))
+            calls.append((name, _batch_args(name, found, string_param)))
             continue
         head = _INVOKE_TAG.match(text, pos, end)
         if head is None or head.end() - pos > _MAX_TAG:
