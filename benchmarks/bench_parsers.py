@@ -652,11 +652,12 @@ def main() -> int:
     ap.add_argument(
         "--family", action="append", help="adversarial table: only this family (repeatable)"
     )
+    ap.add_argument("--rounds", type=int, help="adversarial table: paired rounds (default 5)")
     args = ap.parse_args()
     # the adversarial table: 100 KB -> 400 KB, batch and 4-character streams alike
     big_input = (25_000, 25_000) if args.quick else (100_000, 100_000)
     if args.adversarial_only:
-        rounds = 3 if args.quick else 5
+        rounds = args.rounds or (3 if args.quick else 5)
         return 0 if adversarial(big_input[0], rounds, big_input[1], args.family) else 1
     units, repeat = (8, 3) if args.quick else (30, 15)
     rounds = 3 if args.quick else 5  # paired rounds for the growth figures
