@@ -182,8 +182,18 @@ FAMILIES: dict[str, tuple[dict[str, Any], Callable[[int], str]]] = {
 
 
 # Adversarial shapes (issue 14): repeated openers, unclosed structures, long runs of
-# separators, per family. Each maker gives the text for a repeat count `k`.
+# separators, per family; then what a model caught in a loop writes: calls or their openers
+# repeated without the end marker, closers repeated after a cut call (each was quadratic
+# somewhere before it was in this table). Each maker gives the text for a repeat count `k`.
 Shape = Callable[[int], str]
+_SB, _CB = "<|tool_calls_section_begin|>", "<|tool_call_begin|>"
+_AB, _CE = "<|tool_call_argument_begin|>", "<|tool_call_end|>"
+_DS4, _DS41 = f"<{BAR}DSML{BAR}", f"<{BAR}DSML{BAR} "
+_HERMES_CALL = '<tool_call>{"name": "f", "arguments": {"a": 1}}'
+_CODER_CALL = "<tool_call><function=f>\n<parameter=a>\n1\n</parameter></function>"
+V2_ONLY = ("muse", "deepseek_v41")
+# a declared tool: DSML takes an invoke without its block start as a call only for one
+_F = [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}]
 ADVERSARIAL: dict[str, tuple[dict[str, Any], dict[str, Shape]]] = {
     "hermes": (
         {"tool_parser": "hermes", "reasoning_parser": "qwen3"},
@@ -197,6 +207,8 @@ ADVERSARIAL: dict[str, tuple[dict[str, Any], dict[str, Shape]]] = {
             "blanks after": lambda k: '<tool_call>{"name": "f", "arguments": {"a": 1}}' + " " * k,
             "blanks in args": lambda k: '<tool_call>{"name": "f", "arguments": {"a":' + " " * k,
             "digits": lambda k: '<tool_call>{"name": "f", "arguments": {"a": ' + "1" * k,
+            "unclosed calls": lambda k: _HERMES_CALL * k,
+            "closes after call": lambda k: _HERMES_CALL + "</think>" * k,
         },
     ),
     "qwen3_coder": (
@@ -212,6 +224,15 @@ ADVERSARIAL: dict[str, tuple[dict[str, Any], dict[str, Shape]]] = {
             "held value": lambda k: (
                 "<tool_call>\n<function=f>\n<parameter=a>\nx\n</parameter>\n<parameter=" + "a" * k
             ),
+            "unclosed calls": lambda k: _CODER_CALL * k,
+            "function ends": lambda k: (
+                "<tool_call><function=f>\n<parameter=a>"
+                + "\n<parameter=a>\n1\n</parameter></function>" * k
+            ),
+            "nested params": lambda k: (
+                "<tool_call><function=f>"
+                + "r</think><tool_call><function=f>\n<parameter=a>\n1\n" * k
+            ),
         },
     ),
     "glm47": (
@@ -223,10 +244,14 @@ ADVERSARIAL: dict[str, tuple[dict[str, Any], dict[str, Shape]]] = {
                 "<tool_call>f<arg_key>a</arg_key><arg_value>" + "</arg_value" * k
             ),
             "key blanks": lambda k: "<tool_call>f<arg_key>" + " " * k,
+            "unclosed calls": lambda k: (
+                "<tool_call>f<arg_key>a</arg_key><arg_value>1</arg_value>" * k
+            ),
+            "key/value closes": lambda k: "<think>r" + "a</arg_key><arg_value>1" * k,
         },
     ),
     "deepseek_v4": (
-        {"tool_parser": "deepseek_v4", "reasoning_parser": "deepseek_v4"},
+        {"tool_parser": "deepseek_v4", "reasoning_parser": "deepseek_v4", "tools": _F},
         {
             "blocks": lambda k: f"<{BAR}DSML{BAR}tool_calls>" * k,
             "invokes": lambda k: (
@@ -237,6 +262,29 @@ ADVERSARIAL: dict[str, tuple[dict[str, Any], dict[str, Shape]]] = {
                 f'<{BAR}DSML{BAR}tool_calls><{BAR}DSML{BAR}invoke name="f">'
                 f'<{BAR}DSML{BAR}parameter name="a" string="true">x' + " " * k
             ),
+            "closes after cut": lambda k: (
+                f'{_DS4}tool_calls>{_DS4}invoke name="f">{_DS4}parameter name="a" string="true">x'
+                + f"</{BAR}DSML{BAR}invoke>" * k
+            ),
+            "unclosed invokes": lambda k: f'{_DS4}invoke name="f">x' * k,
+            "orphan values": lambda k: (
+                f'{_DS4}invoke name="f">{_DS4}parameter name="a" string="true">x' * k
+            ),
+        },
+    ),
+    "deepseek_v41": (
+        {"tool_parser": "deepseek_v41", "reasoning_parser": "deepseek_v41", "tools": _F},
+        {
+            "blocks": lambda k: f"{_DS41}calls>" * k,
+            "invokes": lambda k: f"{_DS41}calls>" + f'{_DS41}invoke name="' * k,
+            "closes after cut": lambda k: (
+                f'{_DS41}calls>{_DS41}invoke name="f">{_DS41}parameter name="a" string="true">x'
+                + f"</{BAR}DSML{BAR} invoke>" * k
+            ),
+            "unclosed invokes": lambda k: f'{_DS41}invoke name="f">x' * k,
+            "orphan values": lambda k: (
+                f'{_DS41}invoke name="f">{_DS41}parameter name="a" string="true">x' * k
+            ),
         },
     ),
     "kimi_k2": (
@@ -246,6 +294,11 @@ ADVERSARIAL: dict[str, tuple[dict[str, Any], dict[str, Shape]]] = {
             "sections": lambda k: "<|tool_calls_section_begin|>" * k,
             "long header": lambda k: "<|tool_calls_section_begin|><|tool_call_begin|>" + "a" * k,
             "section blanks": lambda k: "<|tool_calls_section_begin|>x" + " " * k,
+            "section+call openers": lambda k: (_SB + _CB + "functions.f:0" + _AB) * k,
+            "bare call openers": lambda k: (_CB + "functions.f:0" + _AB) * k,
+            "calls, no section end": lambda k: (
+                (_SB + _CB + "functions.f:0" + _AB + '{"a": 1}' + _CE) * k
+            ),
         },
     ),
     "gemma4": (
@@ -256,6 +309,8 @@ ADVERSARIAL: dict[str, tuple[dict[str, Any], dict[str, Shape]]] = {
             "braces": lambda k: "<|tool_call>call:f{" + "{" * k,
             "channels": lambda k: "<|channel>" * k,
             "key run": lambda k: "<|tool_call>call:f{" + "a" * k,
+            "unclosed calls": lambda k: "<|tool_call>call:f{a:1}" * k,
+            "closes": lambda k: "<|tool_call>call:f{a:1}" + "<tool_call|>" * k,
         },
     ),
     "kimi_k3": (
@@ -265,6 +320,8 @@ ADVERSARIAL: dict[str, tuple[dict[str, Any], dict[str, Shape]]] = {
             "calls": lambda k: "<|open|>tools<|sep|>" + '<|open|>call tool="f"<|sep|>' * k,
             "seps": lambda k: "<|sep|>" * k,
             "tools blanks": lambda k: "<|open|>tools<|sep|>x" + " " * k,
+            "nameless calls": lambda k: "<|open|>call<|sep|>x" * k,
+            "call closes": lambda k: '<|open|>call tool="f"<|sep|>' + "<|close|>call<|sep|>" * k,
         },
     ),
     "muse": (
@@ -275,79 +332,101 @@ ADVERSARIAL: dict[str, tuple[dict[str, Any], dict[str, Shape]]] = {
             "headers": lambda k: " to=f<|message|>" * k,
             "prose blanks": lambda k: "Hi" + " " * k,
             "tool text": lambda k: " to=f<|message|><atem:function_calls>" + "a" * k,
+            "eoms": lambda k: " to=user<|message|>x" + "<|eom|>" * k,
+            "tool messages": lambda k: (
+                '<|start|>assistant to=f<|message|><atem:invoke name="f">' * k
+            ),
         },
     ),
 }
 
 
-def adversarial(chars: int, rounds: int) -> bool:
-    """Growth of the cost from ~`chars` to 10x that, per shape, family and generation, whole
-    (batch) and streamed in 4-character chunks (from ~`chars` / 10: a stream costs per
-    chunk); prints the worst shape per family and mode. True when every growth is within 12x.
+GROWTH = 4  # the big text is this many times the small one
+GROWTH_GOAL = 4.5  # linear: the big text costs at most this many times the small one
+
+
+def adversarial(
+    chars: int, rounds: int, stream_chars: int, families: list[str] | None = None
+) -> bool:
+    """Growth of the cost from ~`chars` to `GROWTH` x that, per shape, family and generation,
+    whole (batch), and streamed in 4-character chunks from ~`stream_chars`; prints the worst
+    shape per family and mode. True when every growth is within `GROWTH_GOAL`.
 
     The machine's speed drifts by up to 1.7x over seconds here (a shared VM), so the best small
     and best big times of separate rounds can come from different speeds. Each round therefore
-    times the big text between two runs of the small one (10 parses each, about as long as one
-    big parse), and the growth is the median over the rounds of big / mean(small before,
+    times the big text between two runs of the small one (`GROWTH` parses each, about as long
+    as one big parse), and the growth is the median over the rounds of big / mean(small before,
     small after): a drift cancels within a round, and one slow round does not decide."""
     print(
-        f"\nadversarial shapes: cost of 10x the input (batch ~{chars} -> ~{chars * 10} chars, "
-        f"4-char stream ~{chars // 10} -> ~{chars} chars; median of {rounds} paired rounds)"
+        f"\nadversarial shapes: cost of {GROWTH}x the input (batch ~{chars} -> "
+        f"~{chars * GROWTH} chars, 4-char stream ~{stream_chars} -> ~{stream_chars * GROWTH} "
+        f"chars; median of {rounds} paired rounds)"
     )
     print(
-        f"{'family':<12} {'mode':<6} {'worst shape':<15} {'gen':>3} {'1x ms':>8} {'10x ms':>8} "
-        f"{'growth':>7} {'rounds':>11}"
+        f"{'family':<12} {'mode':<6} {'worst shape':<21} {'gen':>3} {'1x ms':>8} "
+        f"{f'{GROWTH}x ms':>8} {'growth':>7} {'rounds':>11}"
     )
     ok = True
     for family, (kw, shapes) in ADVERSARIAL.items():
-        for mode, size, base in (("batch", 0, chars), ("stream", 4, chars // 10)):
+        if families and family not in families:
+            continue
+        for mode, size, base in (("batch", 0, chars), ("stream", 4, stream_chars)):
             worst: tuple[float, str, int, float, float, list[float]] | None = None
             for shape, make in shapes.items():
                 k = max(base // max(len(make(1)) - len(make(0)), 1), 1)
-                small, big = make(k), make(k * 10)
-                for gen in (2,) if family == "muse" else (1, 2):
-                    found = _paired_growth({**kw, "generation": gen}, small, big, size, rounds)
+                small, big = make(k), make(k * GROWTH)
+                for gen in (2,) if family in V2_ONLY else (1, 2):
+                    found = _paired_growth(
+                        {**kw, "generation": gen}, small, big, size, rounds, GROWTH
+                    )
                     if worst is None or found[0] > worst[0]:
                         worst = (found[0], shape, gen, *found[1:])
             assert worst is not None
-            growth, shape, gen, t1, t10, growths = worst
-            ok = ok and growth <= 12
+            growth, shape, gen, t1, tbig, growths = worst
+            ok = ok and growth <= GROWTH_GOAL
             spread = f"{min(growths):.1f}-{max(growths):.1f}x"
             print(
-                f"{family:<12} {mode:<6} {shape:<15} {gen:>3} {t1 * 1e3:>8.2f} {t10 * 1e3:>8.2f} "
-                f"{growth:>6.1f}x {spread:>11}"
+                f"{family:<12} {mode:<6} {shape:<21} {gen:>3} {t1 * 1e3:>8.2f} "
+                f"{tbig * 1e3:>8.2f} {growth:>6.1f}x {spread:>11}"
             )
     print(
-        "growth: median over the rounds of the 10x time / the mean of the 1x times timed just "
-        "before and after it; rounds: the least and greatest round"
+        f"growth: median over the rounds of the {GROWTH}x time / the mean of the 1x times timed "
+        "just before and after it; rounds: the least and greatest round"
     )
-    print(f"linear on adversarial input (10x <= 12x): {'met' if ok else 'NOT MET'}")
+    print(
+        f"linear on adversarial input ({GROWTH}x <= {GROWTH_GOAL}x): {'met' if ok else 'NOT MET'}"
+    )
     return ok
 
 
+_MIN_SAMPLE = 0.005  # seconds: the least a timed sample of the big text should take
+
+
 def _paired_growth(
-    kw: dict[str, Any], small: str, big: str, size: int, rounds: int
+    kw: dict[str, Any], small: str, big: str, size: int, rounds: int, times: int = 10
 ) -> tuple[float, float, float, list[float]]:
-    """(median growth, best 1x time, best 10x time, each round's growth) of parsing `big`
+    """(median growth, best small time, best big time, each round's growth) of parsing `big`
     against `small` under `kw` (which names the generation), whole (size 0) or in
-    `size`-character chunks; see `adversarial`."""
+    `size`-character chunks; `big` is `times` x `small` (see `adversarial`)."""
 
     def timed(text: str, times: int) -> float:
         return run_gen(kw, text, times) if size == 0 else run_chunked(kw, text, size, times)
 
     timed(small, 1)  # warm-up
-    timed(big, 1)
+    # A big parse under a few milliseconds is timed as several (so is the small one, `times`
+    # as many), or the timer's and the allocator's fixed costs decide the ratio.
+    reps = max(1, min(50, int(_MIN_SAMPLE / max(timed(big, 1), 1e-6))))
     growths: list[float] = []
     t1s: list[float] = []
-    t10s: list[float] = []
+    tbigs: list[float] = []
     for _ in range(rounds):
-        before = timed(small, 10)
-        t10 = timed(big, 1)
-        t1 = (before + timed(small, 10)) / 2
-        growths.append(t10 / t1)
+        before = timed(small, times * reps)
+        tbig = timed(big, reps)
+        t1 = (before + timed(small, times * reps)) / 2
+        growths.append(tbig / t1)
         t1s.append(t1)
-        t10s.append(t10)
-    return statistics.median(growths), min(t1s), min(t10s), growths
+        tbigs.append(tbig)
+    return statistics.median(growths), min(t1s), min(tbigs), growths
 
 
 def run_chunked(kw: dict[str, Any], text: str, size: int, times: int = 1) -> float:
@@ -570,9 +649,16 @@ def main() -> int:
     ap.add_argument(
         "--adversarial-only", action="store_true", help="only the adversarial growth table"
     )
+    ap.add_argument(
+        "--family", action="append", help="adversarial table: only this family (repeatable)"
+    )
+    ap.add_argument("--rounds", type=int, help="adversarial table: paired rounds (default 5)")
     args = ap.parse_args()
+    # the adversarial table: 100 KB -> 400 KB, batch and 4-character streams alike
+    big_input = (25_000, 25_000) if args.quick else (100_000, 100_000)
     if args.adversarial_only:
-        return 0 if adversarial(5000 if args.quick else 20000, 3 if args.quick else 5) else 1
+        rounds = args.rounds or (3 if args.quick else 5)
+        return 0 if adversarial(big_input[0], rounds, big_input[1], args.family) else 1
     units, repeat = (8, 3) if args.quick else (30, 15)
     rounds = 3 if args.quick else 5  # paired rounds for the growth figures
     # The least a feed costs: 4-char chunks of prose with no marker, quote or blank run
@@ -649,7 +735,7 @@ def main() -> int:
     )
     print(f"linear (10x <= 11x): {'met' if linear_ok else 'NOT MET'}")
     print(f"batch as fast as the floor (>= 1.0): {'met' if floor_ok else 'NOT MET'}")
-    adversarial_ok = adversarial(5000 if args.quick else 20000, 3 if args.quick else 5)
+    adversarial_ok = adversarial(big_input[0], 3 if args.quick else 5, big_input[1])
     return 0 if linear_ok and adversarial_ok else 1
 
 

@@ -39,6 +39,7 @@ class JsonCallObject:
         "_args_held",
         "_args_reader",
         "_args_stream",
+        "_held_parts",
         "_key",
         "_reader",
         "_state",
@@ -55,18 +56,29 @@ class JsonCallObject:
         self._args_reader: JsonValueReader | None = None
         self._args_stream = False
         self._args_held: str | None = None  # canonical arguments waiting for the name
+        # pieces read after `_args_held`, joined when it is read (`+=` per chunk copied all
+        # of it: a long held array streamed was quadratic)
+        self._held_parts: list[str] = []
         self._args_done = False
         self.name: str | None = None
         self.committed = False
         self.done = False
         self.error: str | None = None
 
+    def _held(self) -> str | None:
+        """`_args_held` with the pieces read since."""
+        if self._held_parts:
+            self._args_held = (self._args_held or "") + "".join(self._held_parts)
+            self._held_parts = []
+        return self._args_held
+
     def _begin(self, events: list[Event]) -> None:
         assert self.name is not None
         events.append(CallBegin(self.name))
         self.committed = True
-        if self._args_held is not None:
-            events.append(CallArgs(self._args_held))
+        held = self._held()
+        if held is not None:
+            events.append(CallArgs(held))
             self._args_held = None
 
     @staticmethod
@@ -110,7 +122,7 @@ class JsonCallObject:
                     if self._args_stream and out:
                         events.append(CallArgs(out))
                     elif not self._args_stream:
-                        self._args_held = (self._args_held or "") + out
+                        self._held_parts.append(out)
                 if r.error is not None:
                     self.error = r.error
                     break
@@ -128,7 +140,7 @@ class JsonCallObject:
                 elif self._key in ARG_KEYS and self._args_reader is r:
                     self._args_done = True
                     if not self._args_stream:
-                        held = self._finish_args(self._args_held or "", r)
+                        held = self._finish_args(self._held() or "", r)
                         if self.name is not None:
                             events.append(CallArgs(held))
                             self._args_held = None

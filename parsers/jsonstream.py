@@ -148,10 +148,18 @@ class JsonValueReader:
         if self._hi is None:
             return ""
         hi, self._hi = self._hi, None
+        return self._lone(hi)
+
+    def _lone(self, ch: str) -> str:
+        """A lone surrogate from a `\\u` escape: kept (docs/parsers.md, "Lone surrogates"),
+        in a key or kept string as the character (what the C decoder gives), in the output
+        as its escape (the only way to write it in text that must be UTF-8)."""
         if self._in_key:
-            self._keybuf.append(hi)
+            self._keybuf.append(ch)
             return ""
-        return "\\u" + format(ord(hi), "04x")
+        if self.keep_strings and not self._stack:
+            self._strbuf.append(ch)
+        return "\\u" + format(ord(ch), "04x")
 
     def _close_string(self) -> str:
         out = self._flush_hi()
@@ -256,7 +264,7 @@ class JsonValueReader:
                     else:
                         out.append(self._flush_hi())
                         if 0xD800 <= cp < 0xE000:
-                            out.append("" if self._in_key else "\\u" + hexs.lower())
+                            out.append(self._lone(chr(cp)))
                         else:
                             out.append(self._string_char(chr(cp)))
                     continue

@@ -214,7 +214,8 @@ class MarkerMachine(FamilyMachine):
         self._jail: list[str] = []
         self._jail_end = _NO_MARKERS
         self._jail_tail = ""  # last characters of the jail, to find an end marker across chunks
-        self._jail_factory: Callable[[], CallScanner] | None = None
+        self._jail_scanner: CallScanner | None = None  # reads the region as it arrives
+        self._jail_events: list[Event] = []  # its events, held until the region is decided
         self._push: Callable[[list[Event]], list[Delta]] = _no_push
         self._args: Callable[[str], list[Delta]] = _no_feed
         self._plain_re = self._plain_state()
@@ -592,7 +593,8 @@ class MarkerMachine(FamilyMachine):
             self._jail = []
             self._jail_tail = ""
             self._jail_end = MarkerSet(jail_end)
-            self._jail_factory = factory
+            self._jail_scanner = factory()
+            self._jail_events = []
             self._mode = "jail"
 
     def _after_region(self) -> None:
@@ -639,6 +641,15 @@ class MarkerMachine(FamilyMachine):
         return True, res.rest
 
     def _run_jail(self, data: str, events: list[Event], final: bool) -> tuple[bool, str]:
+        """V1: the region runs from its start marker to the first jail end marker (or the end
+        of output) and is parsed as a whole: its calls go out only once it is decided, and a
+        region without a complete call (or rejected) is content, verbatim.
+
+        The scanner reads the region as it arrives (chunk invariance makes that the same as one
+        feed of the whole region at its end), with its events held here until the region is
+        decided. Jailing the text and parsing it at the end made a run of calls without their
+        end marker quadratic: each parse gave the rest of the output back to be jailed
+        again."""
         ends = self._jail_end
         rest = ""
         closed = False
@@ -654,34 +665,36 @@ class MarkerMachine(FamilyMachine):
                 self._jail_tail = window[-keep:] if keep else ""
         if data:
             self._jail.append(data)
+        sc = self._jail_scanner
+        if sc is not None:
+            res = self._scan(sc, data, final or closed)
+            if res.status == "more" and (final or closed):
+                end = sc.finish()
+                res = ScanResult(res.events + end.events, end.status, end.rest)
+            self._jail_events += res.events
+            if res.status == "done" and any(
+                isinstance(e, CallEnd) and e.complete for e in self._jail_events
+            ):
+                events += self._jail_events
+                self._jail = []
+                self._jail_events = []
+                self._after_region()
+                return True, res.rest + rest
+            if res.status != "more":
+                # rejected, or over without a complete call: the region is content up to its
+                # end, read no further
+                self._jail_scanner = None
+                self._jail_events = []
         if not closed and not final:
             return False, ""
-        region = "".join(self._jail)
+        self._jail.insert(0, self._start)
+        events.append(Text("".join(self._jail)))  # (one copy of a long region, not two)
         self._jail = []
-        factory = self._jail_factory
-        assert factory is not None
-        parsed, left = _parse_region(self._start, region, factory())
-        if not any(isinstance(e, CallEnd) for e in parsed):
-            self._paired += 1  # not a call: its close, if still to come, is its text
-        events.extend(parsed)
+        self._jail_events = []
+        self._jail_scanner = None
+        self._paired += 1  # not a call: its close, if still to come, is its text
         self._after_region()
-        return True, left + rest
-
-
-def _parse_region(lead: str, region: str, scanner: CallScanner) -> tuple[list[Event], str]:
-    """V1: parse a jailed region whole; nothing parsed -> the whole text (`lead`: the blanks
-    and start marker before it) is content. Returns the events and the text after the calls
-    (scanned as prose again)."""
-    res = scanner.feed(region)
-    evs = list(res.events)
-    status, rest = res.status, res.rest
-    if status == "more":
-        end = scanner.finish()
-        evs += end.events
-        status, rest = end.status, end.rest
-    if status == "reject" or not any(isinstance(e, CallEnd) and e.complete for e in evs):
-        return [Text(lead + region)], ""
-    return evs, rest
+        return True, rest
 
 
 def _no_push(events: list[Event]) -> list[Delta]:

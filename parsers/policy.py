@@ -337,11 +337,12 @@ def settings_for(
     `generation` None means the family defaults (as `DYN_PARSER_VERSION` unset/auto).
     """
     version: Version
+    # exactly the integers 1 and 2: `2.0`, `True` (== 1) or a string are refused, not coerced
     if generation is None:
         version = "auto"
-    elif generation == 1 and not isinstance(generation, bool):
+    elif type(generation) is int and generation == 1:
         version = "1"
-    elif generation == 2 and not isinstance(generation, bool):
+    elif type(generation) is int and generation == 2:
         version = "2"
     else:
         raise ConfigError(f"generation={generation!r} is not accepted; use None (auto), 1 or 2")

@@ -66,6 +66,8 @@ def normalize(name: str) -> str:
 
 
 def _resolve(kind: str, flag: str, name: str, table: dict[str, ParserName]) -> ParserName:
+    if not isinstance(name, str):
+        raise ConfigError(f"{kind} parser for {flag} must be a name (text), got {name!r}")
     found = table.get(normalize(name))
     if found is None:
         known = ", ".join(sorted(table))

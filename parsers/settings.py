@@ -81,7 +81,11 @@ def _printable(value: str) -> str:
     try:
         value.encode("utf-8")
     except UnicodeEncodeError:
-        return repr(value.encode("utf-8", "surrogateescape"))
+        try:
+            return repr(value.encode("utf-8", "surrogateescape"))
+        except UnicodeEncodeError:
+            # a surrogate that stands for no byte (`\ud800`: not from os.environ's decoding)
+            return ascii(value)
     return repr(value)
 
 
@@ -93,6 +97,8 @@ def _read_raw(
     raw = environ.get(name)
     if raw is None or raw == "":
         return None, None
+    if not isinstance(raw, str):
+        return None, f"{name}={raw!r} is not text; accepted values: {accepted}"
     try:
         raw.encode("utf-8")
     except UnicodeEncodeError:

@@ -146,6 +146,10 @@ class DsmlScanner(CallScanner):
         self._buf = TagBuffer()
         self._orphan = orphan
         self._held: list[Event] | None = [] if orphan else None  # orphan: not released yet
+        # An orphan invoke is a call only if it closes; another invoke opener in a value before
+        # that means it was cut: not a call, decided there (held to the end of output, a run
+        # of such invokes was rescanned whole once per invoke: quadratic).
+        self._value_end = MarkerSet((*_VALUE_END.markers, start)) if orphan else _VALUE_END
         if orphan:
             self._buf.add(start)  # the invoke tag is read from its beginning
         self._fed: list[str] = []
@@ -165,6 +169,8 @@ class DsmlScanner(CallScanner):
         return out
 
     def stream(self, text: str) -> str | None:
+        if self._held is not None:
+            return None  # an orphan invoke: `feed` looks for another opener in each chunk
         sink = self._sink
         if (
             self._state == "value"
@@ -218,7 +224,8 @@ class DsmlScanner(CallScanner):
         if held is None or res.status == "reject":
             return res
         held.extend(res.events)
-        if any(isinstance(e, CallEnd) and e.complete for e in held):
+        # (the new events only: looking through all held ones per feed was quadratic)
+        if any(isinstance(e, CallEnd) and e.complete for e in res.events):
             self._held = None
             return ScanResult(held, res.status, res.rest)
         if res.status == "done":
@@ -313,7 +320,9 @@ class DsmlScanner(CallScanner):
             if st == "value":
                 sink = self._sink
                 assert sink is not None
-                before, tag = self._buf.until(_VALUE_END, final)
+                before, tag = self._buf.until(self._value_end, final)
+                if tag == self._start and self._orphan:
+                    return ScanResult([], "reject", "".join(self._fed))
                 self._call_raw.append(before)
                 out = sink.feed(before)
                 if out:

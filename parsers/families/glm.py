@@ -347,6 +347,8 @@ def _whole_call(region: str, ctx: CallContext) -> tuple[str, str] | None:
         if k == -1:
             return None
         key = region[i + len(ARG_KEY) : k].strip()
+        if len(key) > _MAX_NAME:
+            return None  # not a key: the scanner ends the call there, as when streamed
         i = _LAYOUT_END.match(region, k + len(ARG_KEY_END)).end()  # type: ignore[union-attr]
         if not region.startswith(ARG_VALUE, i):
             return None

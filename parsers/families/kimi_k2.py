@@ -128,7 +128,7 @@ class _Call(Record):
     """
 
     ctx: CallContext
-    ids: set[str]  # ids already used in this region
+    ids: CallIds  # ids already used in this region
     _raw: list[str]  # the call's markup
     events: list[Event]
     failed: bool  # malformed header: nothing was emitted, `raw` is content
@@ -153,7 +153,7 @@ class _Call(Record):
     # arguments are complete, so the call goes out whole at its end.
     _counter_id: str | None
 
-    def __init__(self, ctx: CallContext, ids: set[str]) -> None:
+    def __init__(self, ctx: CallContext, ids: CallIds) -> None:
         self.ctx = ctx
         self.ids = ids
         self._raw = [CALL_BEGIN]
@@ -505,15 +505,28 @@ class _Call(Record):
         self.events += [CallBegin(name, call_id), CallArgs(args), CallEnd(True, self.raw)]
 
 
-def _unique(call_id: str, ids: set[str]) -> str:
+class CallIds:
+    """The ids used so far in a region, and per id base the least index that may be free."""
+
+    def __init__(self) -> None:
+        self.used: set[str] = set()
+        # Ids are only added, so the least free index of a base never goes down: the search
+        # resumes there (from 0 each time, a repeated id made a looping model's output
+        # quadratic).
+        self.free: dict[str, int] = {}
+
+
+def _unique(call_id: str, ids: CallIds) -> str:
     """Ids are unique within a response: a repeated one gets the next free index."""
-    if call_id in ids:
+    used = ids.used
+    if call_id in used:
         base = call_id.rpartition(":")[0] or call_id
-        k = 0
-        while f"{base}:{k}" in ids:
+        k = ids.free.get(base, 0)
+        while f"{base}:{k}" in used:
             k += 1
+        ids.free[base] = k + 1
         call_id = f"{base}:{k}"
-    ids.add(call_id)
+    used.add(call_id)
     return call_id
 
 
@@ -546,7 +559,7 @@ class _Scanner(CallScanner):
 
     def __init__(self, start: str, ctx: CallContext) -> None:
         self._ctx = ctx
-        self._ids: set[str] = set()
+        self._ids = CallIds()
         self._section = start != CALL_BEGIN
         self._call: _Call | None = None if self._section else self._new_call()
         self._buf = ""
@@ -724,7 +737,7 @@ _BLANK_RUN = re.compile(r"[ \t\r\n]*")
 
 def _whole_section(text: str, pos: int) -> BatchCall | None:
     calls: list[tuple[str | None, str, str]] = []
-    ids: set[str] = set()
+    ids = CallIds()
     i = pos
     while True:
         i = _BLANK_RUN.match(text, i).end()  # type: ignore[union-attr]

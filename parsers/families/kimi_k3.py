@@ -608,6 +608,7 @@ class KimiK3Machine(FamilyMachine):
             self._text(out, "".join(self._bad), "content")
             self._bad = None
             self._state = self._call_return
+            self._leave_region(out)  # (V1: a bare region is over; its jail goes out first)
         if self._state == "value":
             call = self._call
             assert call is not None
@@ -680,6 +681,7 @@ class KimiK3Machine(FamilyMachine):
                 return
             if name in ("tools", "call", "argument", "json"):
                 if not self._v2:
+                    self._release_jail(out)  # a region still jailed ends here (none is lost)
                     self._jail = []
                     self._jail_raw = []
                 self._consumed(mk.raw)

@@ -156,7 +156,9 @@ def _bare_header(text: str) -> tuple[str, int, str | None]:
             return partial
     tail = text[i : i + len(MESSAGE)]
     if tail == MESSAGE:
-        return ("match", i + len(MESSAGE), recipient)
+        # longer is no header: a stream stops waiting at the bound (`_boundary`), so whole
+        # text must not find one past it either
+        return ("match", i + len(MESSAGE), recipient) if i <= _MAX_HEADER - len(MESSAGE) else no
     return partial if MESSAGE.startswith(tail) else no
 
 
@@ -183,7 +185,7 @@ class MuseMachine(FamilyMachine):
         self._guided_pending = plan.parse_tools and plan.tool_mode in ("required", "named")
         self._named = plan.named_tool if plan.tool_mode == "named" else None
         self._buf = ""
-        self._mode = "boundary"  # boundary | header | body | guided
+        self._mode = "boundary"  # boundary | header | bad (a header too long) | body | guided
         self._header = ""
         self._kind = "content"  # body kind: reasoning | content | tool
         self._prev = ""  # last body character passed on (for the header-tail word boundary)
@@ -255,6 +257,9 @@ class MuseMachine(FamilyMachine):
             elif self._mode == "header":
                 if not self._header_step(out, final):
                     return
+            elif self._mode == "bad":
+                if not self._bad_step(out, final):
+                    return
             elif self._mode == "body":
                 if not self._body_step(out, final):
                     return
@@ -305,7 +310,11 @@ class MuseMachine(FamilyMachine):
             self._header += buf[:keep]
             self._buf = buf[keep:]
             if len(self._header) > _MAX_HEADER:
-                return self._bad_header(out)
+                # not a header; its text runs to the next marker, as when that marker is
+                # already here (below): where a stream noticed must not matter
+                self._bad_header(out)
+                self._mode = "bad"
+                return True
             return False
         self._header += buf[: m.start()]
         if m.group() != MESSAGE or len(self._header) > _MAX_HEADER:
@@ -315,6 +324,20 @@ class MuseMachine(FamilyMachine):
         recipient = _recipient(self._header)
         self._header = ""
         self._open_body(recipient, out)
+        return True
+
+    def _bad_step(self, out: list[Event], final: bool) -> bool:
+        """After a header that grew too long: its text up to the next marker is content."""
+        buf = self._buf
+        m = _MARKERS.search(buf)
+        if m is None:
+            keep = len(buf) if final else _MARKERS.holdback(buf)
+            self._stray(buf[:keep], out)
+            self._buf = buf[keep:]
+            return False
+        self._stray(buf[: m.start()], out)
+        self._buf = buf[m.start() :]
+        self._mode = "boundary"
         return True
 
     def _bad_header(self, out: list[Event]) -> bool:

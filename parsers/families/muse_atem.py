@@ -52,7 +52,8 @@ def _name_tag_at(
 ) -> re.Match[str] | Literal[False] | None:
     """The complete named tag at the start of `buf` (which starts with its prefix); False:
     wait, its `>` may still come; None: it is not that tag."""
-    end = buf.find(">")
+    # only a `>` within the bound closes it: found sooner or later, the same answer
+    end = buf.find(">", 0, _MAX_TAG)
     if end == -1:
         return False if len(buf) < _MAX_TAG and not final else None
     return tag.match(buf, 0, end + 1)
@@ -353,6 +354,8 @@ _B_INVOKE = re.compile(
     r"</atem:parameter>)*)[ \t\r\n]*</atem:invoke>"
 )
 _B_PARAMS = re.compile(rf'<atem:parameter name="([^"<>]*)">({_B_VALUE})</atem:parameter>')
+# the longest name a tag in the common spelling may hold within `_MAX_TAG`
+_MAX_NAME_IN = {e: _MAX_TAG - len(f'<atem:{e} name="">') for e in ("invoke", "parameter")}
 _key_json = lru_cache(maxsize=512)(dumps)  # `"key":` of the keys a response repeats
 
 
@@ -376,11 +379,17 @@ def batch_calls(
             name, params = whole.groups()
             if not name.strip():
                 return None  # not a call: text
+            found = _B_PARAMS.findall(params)
+            # a tag longer than `_MAX_TAG` is not one (`_name_tag_at`): the engine's
+            if len(name) > _MAX_NAME_IN["invoke"] or any(
+                len(k) > _MAX_NAME_IN["parameter"] for k, _ in found
+            ):
+                return None
             pos = whole.end()
-            calls.append((name, _batch_args(name, _B_PARAMS.findall(params), string_param)))
+            calls.append((name, _batch_args(name, found, string_param)))
             continue
         head = _INVOKE_TAG.match(text, pos, end)
-        if head is None:
+        if head is None or head.end() - pos > _MAX_TAG:
             return None
         name = _tag_name(head)
         if not name.strip():
@@ -395,6 +404,8 @@ def batch_calls(
             if closed is not None:
                 pos = param.end()
                 break
+            if param.end() - text.index("<", param.start()) > _MAX_TAG:
+                return None  # not a tag (`_name_tag_at`): the engine's
             if key is None:
                 key = key2
             start = param.end()

@@ -146,6 +146,7 @@ def _follow(text: str, at: int, final: bool, tags: MarkerSet) -> str | bool | No
 
 
 _PROBE_LEVELS = 3
+_HELD_BATCH = 4096  # held value text past which new text waits in doubling batches (`add`)
 
 
 def _close_ends(
@@ -162,7 +163,9 @@ def _close_ends(
     if tag != PARAMETER:
         return None if tag is None else tag is not False
     start = text.index(PARAMETER, at) + len(PARAMETER)
-    end = text.find(">", start)
+    # a `>` past the name bound does not make a tag: the same answer whether it has come yet
+    # or not (a stream stops waiting at the bound)
+    end = text.find(">", start, start + _MAX_NAME + 1)
     if end < 0:
         return None if not final and len(text) - start <= _MAX_NAME else False
     if names is None or text[start:end].strip() in names:
@@ -220,7 +223,7 @@ class _ValueEnd:
     values stream as before; only text after a tag-like candidate waits for its resolution.
     """
 
-    __slots__ = ("depth", "hold", "key", "names", "pos", "prev", "seen", "text")
+    __slots__ = ("depth", "hold", "key", "more", "more_len", "names", "pos", "prev", "seen", "text")
 
     def __init__(self, key: str, names: frozenset[str] | None, seen: set[str]) -> None:
         self.key = key
@@ -231,6 +234,29 @@ class _ValueEnd:
         self.depth = 0
         self.hold: int | None = None  # first unresolved candidate (nothing from it is released)
         self.prev = "\n"  # the character before `text` (the value start counts as a line start)
+        # Text after `text` not yet scanned, while a long held value waits (see `add`)
+        self.more: list[str] = []
+        self.more_len = 0
+
+    def add(self, text: str, final: bool) -> bool:
+        """Append `text`; False while it waits unscanned. Nothing is released while a
+        candidate is unresolved, and appending to a long held text copied all of it per
+        chunk (a looping model's unclosed nested `<parameter=` lines: quadratic). Past
+        `_HELD_BATCH` characters new text waits until it is as long as the held text, so
+        copies double; the scan then decides exactly as it would have piece by piece
+        (chunk invariance), only later."""
+        if not final and self.hold is not None and len(self.text) >= _HELD_BATCH:
+            self.more.append(text)
+            self.more_len += len(text)
+            if self.more_len < len(self.text):
+                return False
+            text = ""
+        if self.more:
+            text = "".join(self.more) + text
+            self.more = []
+            self.more_len = 0
+        self.text += text
+        return True
 
     def _release(self, upto: int) -> int:
         return upto if self.hold is None else min(upto, self.hold)
@@ -309,8 +335,8 @@ class _ValueEnd:
         i = t.find(PARAMETER)
         while 0 <= i < bound:
             if (t[i - 1] if i else self.prev) == "\n":
-                end = t.find(">", i)
-                name = t[i + len(PARAMETER) : end].strip() if 0 <= end < bound else None
+                end = t.find(">", i, bound)  # (to `bound` only: per tag, never the rest)
+                name = t[i + len(PARAMETER) : end].strip() if end >= 0 else None
                 if (
                     name
                     and name != self.key
@@ -321,8 +347,11 @@ class _ValueEnd:
             i = t.find(PARAMETER, i + 1)
         i = t.find(FUNCTION_END)
         while 0 <= i < bound:
-            rest = t[i + len(FUNCTION_END) : bound].lstrip(_BLANKS)
-            if not rest or rest.startswith(TOOL_CALL_END):
+            # blanks, then `</tool_call>` or `bound` (slicing the rest per tag was quadratic)
+            j = i + len(FUNCTION_END)
+            if j < bound:
+                j = _BLANK_RUN.match(t, j, bound).end()  # type: ignore[union-attr]
+            if j >= bound or t.startswith(TOOL_CALL_END, j, bound):
                 return self._cut(i)
             i = t.find(FUNCTION_END, i + 1)
         if cut:
@@ -514,7 +543,8 @@ class Qwen3CoderScanner(CallScanner):
             elif st == "value":
                 sink, value = self._sink, self._value
                 assert sink is not None and value is not None
-                value.text += buf.rest()
+                if not value.add(buf.rest(), final):
+                    return ScanResult(events)
                 release, vend, resume = value.scan(final)
                 out = sink.feed(value.drop(release))
                 if out:

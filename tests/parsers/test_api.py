@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from parser_check import calls, tool
 
-from parsers import ConfigError, InvalidRequest, StreamParser, parse, stream
+from parsers import ConfigError, InvalidRequest, StreamParser, load_settings, parse, stream
 
 CALL = '<tool_call>{"name": "f", "arguments": {"s": "abc"}}</tool_call>'
 
@@ -35,6 +35,51 @@ def test_bad_generation_and_names_are_config_errors() -> None:
         parse("x", tool_parser="hermes", generation=3)
     with pytest.raises(ConfigError, match="glm45"):
         parse("x", reasoning_parser="nope")
+
+
+@pytest.mark.parametrize("generation", [2.0, 1.0, True, False, "2", 3, 0, 2 + 0j])
+def test_a_generation_that_is_not_the_integer_1_or_2_is_refused(generation: object) -> None:
+    # 2.0 == 2 and True == 1 in Python: accepted before, silently coerced
+    for call in (
+        lambda: parse("x", tool_parser="hermes", generation=generation),  # type: ignore[arg-type]
+        lambda: StreamParser(tool_parser="hermes", generation=generation),  # type: ignore[arg-type]
+        lambda: stream(["x"], tool_parser="hermes", generation=generation),
+    ):
+        with pytest.raises(ConfigError) as info:
+            call()
+        assert f"generation={generation!r} is not accepted" in str(info.value)
+
+
+@pytest.mark.parametrize("name", [5, b"hermes", None.__class__])
+def test_a_parser_name_that_is_not_text_is_a_config_error(name: object) -> None:
+    with pytest.raises(ConfigError, match="tool_parser must be a name") as info:
+        parse("x", tool_parser=name)  # type: ignore[arg-type]
+    assert repr(name) in str(info.value)
+    with pytest.raises(ConfigError, match="--reasoning-parser must be a name"):
+        load_settings({}, reasoning_parser=name)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("var", ["DYN_PARSER_VERSION", "DYN_ENABLE_EXPERIMENTAL_PARSERS_V2"])
+@pytest.mark.parametrize("value", ["\ud800", "2\udfff", "tr\udbffue", "\udcff", "2\udc80"])
+def test_a_variable_holding_a_lone_surrogate_is_a_config_error(var: str, value: str) -> None:
+    # os.environ gives undecodable bytes as \udc80-\udcff (shown as the bytes); a mapping
+    # passed in may hold any lone surrogate (shown as its escape)
+    with pytest.raises(ConfigError) as info:
+        load_settings({var: value})
+    message = str(info.value)
+    assert message.startswith(f"{var}=") and "is not valid UTF-8" in message
+    message.encode("utf-8")  # the message itself is printable
+    shown = message[len(var) + 1 : message.index(" is not")]
+    escapable = all(0xDC80 <= ord(c) <= 0xDCFF for c in value if 0xD800 <= ord(c) <= 0xDFFF)
+    assert shown == (repr(value.encode("utf-8", "surrogateescape")) if escapable else ascii(value))
+
+
+def test_both_bad_variables_are_reported_together() -> None:
+    with pytest.raises(ConfigError) as info:
+        load_settings({"DYN_PARSER_VERSION": "\ud800", "DYN_ENABLE_EXPERIMENTAL_PARSERS_V2": b"1"})  # type: ignore[dict-item]
+    message = str(info.value)
+    assert "DYN_PARSER_VERSION='\\ud800' is not valid UTF-8" in message
+    assert "DYN_ENABLE_EXPERIMENTAL_PARSERS_V2=b'1' is not text" in message
 
 
 def test_request_mistakes_are_invalid_request() -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
-from parser_check import calls, run
+from parser_check import calls, run, tool
 from parser_samples.deepseek import BAR, dsml
 
 from parsers import ConfigError, parse, stream
@@ -158,3 +160,21 @@ def test_v32_function_calls_block_is_not_a_v4_block(gen: int) -> None:
     text = text.replace("tool_calls>", "function_calls>")
     msg = run(text, gen, tool_parser="deepseek_v4")
     assert (msg.content, msg.tool_calls) == (text, [])
+
+
+@pytest.mark.parametrize("gen", [1, 2])
+def test_an_orphan_invoke_meeting_another_opener_in_a_value_is_not_a_call(gen: int) -> None:
+    # Recovery takes an invoke without its block start only when it closes; a second invoke
+    # opener inside its value means it was cut (before, the first swallowed the second as
+    # value text, and a run of such invokes held to the end was rescanned once per invoke)
+    d = f"<{BAR}DSML{BAR}"
+    cut = f'{d}invoke name="f">{d}parameter name="a" string="true">x'
+    whole = f'{d}invoke name="f">{d}parameter name="a" string="true">y</{BAR}DSML{BAR}parameter>'
+    text = cut + whole + f"</{BAR}DSML{BAR}invoke>end"
+    kw: dict[str, Any] = {"tool_parser": "deepseek_v4", "tools": [tool("f")], "prompt": "x"}
+    msg = run(text, gen, **kw)
+    if gen == 2:
+        assert msg.content == cut + "end"
+        assert calls(msg) == [("f", {"a": "y"})]
+    else:  # V1: the rejected jail runs to its block close (here the end): content, verbatim
+        assert msg.content == text and not msg.tool_calls

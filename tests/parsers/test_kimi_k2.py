@@ -410,3 +410,23 @@ def test_repeated_ids_are_made_unique(gen: int) -> None:
     text = SB + call("functions.f:0", "{}") + call("functions.f:0", "{}") + SE
     msg = run(text, gen)
     assert [c.id for c in msg.tool_calls] == ["functions.f:0", "functions.f:1"]
+
+
+@pytest.mark.parametrize("gen", GENS)
+def test_repeated_ids_take_the_least_free_index_in_order(gen: int) -> None:
+    # (the search for a free index resumes where the last one stopped: from 0 each time, a
+    # looping model's repeated id made a long section quadratic)
+    ids = ["functions.f:2", "functions.f:0", "functions.f:0", "functions.f:0", "functions.g:0"]
+    ids += ["functions.f:0", "functions.f:9", "functions.f:0"]
+    text = SB + "".join(call(i, "{}") for i in ids) + SE
+    msg = run(text, gen)
+    assert [c.id for c in msg.tool_calls] == [
+        "functions.f:2",
+        "functions.f:0",
+        "functions.f:1",
+        "functions.f:3",
+        "functions.g:0",
+        "functions.f:4",
+        "functions.f:9",
+        "functions.f:5",
+    ]

@@ -12,6 +12,9 @@ the whole text parsed at once (never batched).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 from parser_samples import Sample, case_id, sample_cases
 
@@ -27,24 +30,6 @@ RUNS = {
     "letters": "a" * (3 * BLANK_BATCH),
 }
 _EDGES = frozenset('<>{}[]:=,|"\n')
-# Not yet equal (found by this test; the same with the batching switched off, so older than
-# it): a tag or name run past its length bound (GLM keys, Muse tags over 512 characters,
-# a Qwen3-Coder nested literal) is judged while it grows in a stream but whole in batch, so
-# the call ends at a different place. Strict: a fix makes these fail until removed here.
-KNOWN_SPLIT_HOLES: dict[str, tuple[str, ...]] = {
-    "glm-escaped-json-and-prefill-v2": ("letters", "mixed blanks", "newlines", "spaces"),
-    "glm-literal-newline-separators-v2": ("letters",),
-    "glm-spec-v2": ("letters",),
-    "glm45-newlines-two-calls-v2": ("letters", "mixed blanks", "newlines", "spaces"),
-    "muse-guided-json-after-reasoning-v2": ("letters", "spaces"),
-    "muse-malformed-invoke-v2": ("letters", "mixed blanks", "newlines", "spaces"),
-    "muse-missing-eom-before-tool-header-v2": ("letters", "mixed blanks", "newlines", "spaces"),
-    "muse-prefilled-self-v2": ("letters", "mixed blanks", "newlines", "spaces"),
-    "muse-spec-v2": ("mixed blanks", "newlines"),
-    "muse-two-calls-nested-non-ascii-v2": ("mixed blanks", "newlines"),
-    "muse-unterminated-invoke-v2": ("letters", "mixed blanks", "newlines", "spaces"),
-    "qwen3-coder-nested-literal-call-v2": ("letters", "mixed blanks", "newlines", "spaces"),
-}
 
 
 def _positions(text: str) -> list[int]:
@@ -60,12 +45,8 @@ def _chunks(text: str, size: int) -> list[str]:
 
 @pytest.mark.parametrize("run", list(RUNS))
 @pytest.mark.parametrize("case", CASES, ids=case_id)
-def test_a_long_run_streamed_equals_batch(
-    case: tuple[Sample, int], run: str, request: pytest.FixtureRequest
-) -> None:
+def test_a_long_run_streamed_equals_batch(case: tuple[Sample, int], run: str) -> None:
     sample, gen = case
-    if run in KNOWN_SPLIT_HOLES.get(f"{sample.id}-v{gen}", ()):
-        request.applymarker(pytest.mark.xfail(strict=True, reason="long-tag split hole"))
     kw = sample.kwargs(gen)
     for pos in _positions(sample.text):
         text = sample.text[:pos] + RUNS[run] + sample.text[pos:]
@@ -100,3 +81,60 @@ def test_blank_runs_flush_gives_what_waits() -> None:
         runs.take(" ")
     waiting = runs.flush()
     assert waiting and not waiting.strip() and not runs.wait
+
+
+def _tool(name: str, *params: str) -> dict[str, Any]:
+    props = {p: {"type": "string"} for p in params}
+    return {"type": "function", "function": {"name": name, "parameters": {"properties": props}}}
+
+
+# Names and tags with a length bound (longer is no name or tag), built around the bound: a
+# stream stops waiting at the bound, so whole text must not find the tag past it either.
+BOUNDED: dict[str, tuple[dict[str, Any], Callable[[int], str], int]] = {
+    "qwen3-coder parameter name": (
+        {"tool_parser": "qwen3_coder", "tools": [_tool("f", "a", "b")]},
+        lambda n: (
+            "<tool_call>\n<function=f>\n<parameter=a>\nx\n</parameter>\n<parameter=b"
+            + " " * n
+            + ">\ny\n</parameter>\n</function>\n</tool_call>"
+        ),
+        256 - 1,
+    ),
+    "glm key": (
+        {"tool_parser": "glm47"},
+        lambda n: (
+            "<tool_call>f<arg_key>" + "k" * n + "</arg_key><arg_value>v</arg_value></tool_call>"
+        ),
+        256,
+    ),
+    "atem tag": (
+        {"tool_parser": "muse"},
+        lambda n: (
+            ' to=f<|message|><atem:invoke name="f"'
+            + " " * n
+            + '><atem:parameter name="a">1</atem:parameter></atem:invoke><|eom|>ok'
+        ),
+        512 - len('<atem:invoke name="f">'),
+    ),
+    "muse header": (
+        {"tool_parser": "muse", "reasoning_parser": "muse"},
+        lambda n: "hi<|eom|><|start|>" + " " * n + "assistant to=user<|message|>Done.<|eot|>",
+        256 - len("assistant to=user"),
+    ),
+    "muse bare header": (
+        {"tool_parser": "muse", "reasoning_parser": "muse"},
+        lambda n: " to=self" + "a" * n + "<|message|>x<|eom|>",
+        256 - len(" to=self<|message|>"),
+    ),
+}
+
+
+@pytest.mark.parametrize("delta", [-1, 0, 1, 2, 40])
+@pytest.mark.parametrize("shape", list(BOUNDED))
+def test_a_name_at_its_length_bound_parses_alike_for_every_split(shape: str, delta: int) -> None:
+    kw, make, bound = BOUNDED[shape]
+    text = make(bound + delta)
+    whole = parse(text, id_factory=counter_ids(), generation=2, **kw)
+    for i in range(1, len(text)):
+        got = stream([text[:i], text[i:]], id_factory=counter_ids(), generation=2, **kw)
+        assert got == whole, f"split at {i}"
