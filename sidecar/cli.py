@@ -29,6 +29,7 @@ from sidecar.engines.base import EngineAdapter
 from sidecar.engines.sglang import SGLangAdapter
 from sidecar.engines.vllm import VLLMAdapter
 from sidecar.prompt import ChatTemplate, TemplateError, check_template
+from sidecar.structural import DEFAULT_GRAMMAR, ForcedChoice, ForcedMode, TagGrammar
 
 EXIT_CONFIG = 2
 API_KEY_VAR = "SIDECAR_API_KEY"
@@ -146,6 +147,22 @@ def _parser(engine: str | None) -> argparse.ArgumentParser:
         "instead of `structured_outputs`",
     )
     p.add_argument(
+        "--forced-tool-choice",
+        choices=("structural-tag", "guided-json"),
+        default=None,
+        help="how tool_choice required / named is constrained: a structural tag in the "
+        "family's own call syntax (default), or the guided-JSON call array (engines without "
+        "structural tags; the default with --vllm-guided-json); see docs/sidecar.md",
+    )
+    p.add_argument(
+        "--structural-tag-grammar",
+        default=".".join(map(str, DEFAULT_GRAMMAR)),
+        metavar="XGRAMMAR_VERSION",
+        help="the engine's xgrammar version: the tags use only what it accepts (default "
+        f"{'.'.join(map(str, DEFAULT_GRAMMAR))}, vLLM 0.32; vLLM 0.11.x and TensorRT-LLM "
+        "pinning xgrammar 0.1.25: 0.1.25)",
+    )
+    p.add_argument(
         "--sglang-output",
         choices=("auto", "cumulative", "incremental"),
         default="auto",
@@ -208,6 +225,12 @@ def configure(
     else:
         template = ChatTemplate.builtin(settings.family, settings.tool_parser)
     check_template(template)  # a template failing on a sample conversation stops startup
+    mode: ForcedMode = args.forced_tool_choice or (
+        "guided-json" if engine == "vllm" and args.vllm_guided_json else "structural-tag"
+    )
+    forced = ForcedChoice(
+        mode, TagGrammar.parse(args.structural_tag_grammar, "--structural-tag-grammar")
+    )
     config = SidecarConfig(
         engine=engine,
         engine_url=args.engine_url,
@@ -219,6 +242,7 @@ def configure(
         api_key=api_key,
         engine_api_key=engine_api_key,
         engine_ca_bundle=ca_bundle,
+        forced_choice=forced,
     )
     return config, make_adapter(engine, args), template
 
@@ -286,7 +310,8 @@ def main(
         f"tool_parser={s.tool_parser} reasoning_parser={s.reasoning_parser} "
         f"parser_version={s.version} template={template.name} "
         f"served_model_names={','.join(config.served_names)} "
-        f"api_key={'set' if config.api_key else 'none'}"
+        f"api_key={'set' if config.api_key else 'none'} "
+        f"forced_tool_choice={config.forced_choice.describe()}"
     )
     if args.check_config:
         print(f"configuration ok: {summary}")

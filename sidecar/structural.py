@@ -1,0 +1,362 @@
+"""Forced tool choices as structural tags in each family's own call syntax (pure functions).
+
+For `tool_choice: "required"` or a named tool the engine is asked for a structural tag
+(xgrammar's "format" API) that is a sequence of:
+
+1. the reasoning prefix, decided from the rendered prompt (`reasoning_start`): a prompt that
+   left reasoning open gives free text up to the family's end marker; thinking on without an
+   opened block gives the family's opener, then free text up to its end marker; thinking off
+   gives nothing. The tag is the one owner of the reasoning block: the engine's own reasoning
+   gate must stay off (docs/sidecar.md, "Forced tool choices");
+2. the calls, written as the family's template writes them and its parser reads them
+   (`SYNTAX`): `required` is a list of at least one call (`stop_after_first` under
+   `parallel_tool_calls: false`), a named choice exactly one call of that tool.
+
+Each call's arguments follow the tool's `parameters` schema (pinned, strict or not; a tool
+without parameters takes any object). Families without a JSON-expressible argument syntax
+(Gemma 4), or whose argument style the engine's grammar version lacks (`TagGrammar`), keep
+the guided-JSON call array, behind the same reasoning prefix.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from parsers.errors import ConfigError
+from parsers.family import Family
+from parsers.policy import prefill_state
+from parsers.schema import is_string_type, schema_types
+from sidecar.errors import APIError
+from sidecar.guided import named_schema, required_schema
+from sidecar.toolschema import ANY_OBJECT, parameters, standalone, tool_name
+
+Format = dict[str, Any]
+Start = Literal["open", "opener", "none"]
+ForcedMode = Literal["structural-tag", "guided-json"]
+
+# The newest engine this release was tested with: vLLM 0.32 (xgrammar 0.2.8).
+DEFAULT_GRAMMAR = (0, 2, 8)
+
+
+@dataclass(frozen=True)
+class TagGrammar:
+    """The structural-tag features of the engine's grammar library (xgrammar) version:
+    only what that version accepts is emitted."""
+
+    version: tuple[int, ...] = DEFAULT_GRAMMAR
+
+    @property
+    def xml_styles(self) -> bool:
+        """`json_schema` `style` `qwen_xml` and `deepseek_xml` (0.1.32)."""
+        return self.version >= (0, 1, 32)
+
+    @property
+    def glm_style(self) -> bool:
+        """`style` `glm_xml` and the `optional` element (0.1.33)."""
+        return self.version >= (0, 1, 33)
+
+    @classmethod
+    def parse(cls, text: str, flag: str) -> TagGrammar:
+        parts = text.strip().split(".")
+        if not 2 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
+            raise ConfigError(f"{flag} {text!r}: expected an xgrammar version such as 0.2.8")
+        version = tuple(int(p) for p in parts)
+        if version < (0, 1, 25):
+            raise ConfigError(
+                f"{flag} {text!r}: structural tags with a format need xgrammar 0.1.25 or "
+                "newer; use --forced-tool-choice guided-json for older engines"
+            )
+        return cls(version)
+
+
+@dataclass(frozen=True)
+class ForcedChoice:
+    """How forced tool choices are constrained (startup configuration)."""
+
+    mode: ForcedMode = "structural-tag"
+    grammar: TagGrammar = TagGrammar()
+
+    def describe(self) -> str:
+        if self.mode == "guided-json":
+            return self.mode
+        return f"{self.mode} (xgrammar {'.'.join(map(str, self.grammar.version))})"
+
+
+@dataclass(frozen=True)
+class Reasoning:
+    opener: str  # what the model writes to open reasoning
+    closer: str  # what ends it
+    joiner: str  # written between the reasoning block and the calls
+
+
+@dataclass(frozen=True)
+class CallSyntax:
+    """One family's calls. `begin` holds `{name}` (as written), `{name_json}` (a JSON
+    string) or `{name_attr}` (a double-quoted attribute value)."""
+
+    begin: str
+    end: str
+    separator: str  # between two calls
+    args: Literal["json", "qwen_xml", "glm_xml", "deepseek_xml", "kimi_k2", "kimi_k3", "atem"]
+    section: tuple[str, str] | None = None  # what encloses all calls
+
+
+_THINK = Reasoning("<think>", "</think>", "")
+# Per family key: as the built-in templates write reasoning (docs/sidecar.md).
+REASONING: dict[str, Reasoning] = {
+    "qwen3": Reasoning("<think>", "</think>", "\n\n"),
+    "glm": _THINK,
+    "deepseek_v4": _THINK,
+    "deepseek_v41": _THINK,
+    "kimi_k2": _THINK,
+    "kimi_k3": Reasoning("<|open|>think<|sep|>", "<|close|>think<|sep|>", ""),
+    "gemma4": Reasoning("<|channel>thought\n", "<channel|>", ""),
+    # the prompt ends with `<|start|>assistant`: each message goes on with its recipient
+    "muse": Reasoning(" to=self<|message|>", "<|eom|>", "<|start|>assistant"),
+}
+
+
+def _dsml(token: str, block: str) -> CallSyntax:
+    return CallSyntax(
+        begin=f'<{token}invoke name="{{name_attr}}">\n',
+        end=f"</{token}invoke>",
+        separator="\n",
+        args="deepseek_xml",
+        section=(f"\n\n<{token}{block}>\n", f"\n</{token}{block}>"),
+    )
+
+
+# Per canonical tool parser: the calls as the family's template writes them.
+SYNTAX: dict[str, CallSyntax] = {
+    "hermes": CallSyntax(
+        '<tool_call>\n{"name": {name_json}, "arguments": ', "}\n</tool_call>", "\n", "json"
+    ),
+    "qwen3_coder": CallSyntax(
+        "<tool_call>\n<function={name}>\n", "</function>\n</tool_call>", "\n", "qwen_xml"
+    ),
+    "glm47": CallSyntax("<tool_call>{name}", "</tool_call>", "\n", "glm_xml"),
+    "deepseek_v4": _dsml("｜DSML｜", "tool_calls"),
+    "deepseek_v41": _dsml("｜DSML｜ ", "calls"),
+    "kimi_k2": CallSyntax(
+        "<|tool_call_begin|>functions.{name}:",
+        "<|tool_call_end|>",
+        "\n",
+        "kimi_k2",
+        ("<|tool_calls_section_begin|>\n", "\n<|tool_calls_section_end|>"),
+    ),
+    "kimi_k3": CallSyntax(
+        '<|open|>call tool="{name_attr}" index="',
+        "<|close|>json<|sep|><|close|>call<|sep|>",
+        "\n",
+        "kimi_k3",
+        ("<|open|>tools<|sep|>\n", "\n<|close|>tools<|sep|>"),
+    ),
+    "muse": CallSyntax(
+        ' to={name}<|message|><atem:function_calls>\n<atem:invoke name="{name_attr}">\n',
+        "</atem:invoke>\n</atem:function_calls><|eom|>",
+        "<|start|>assistant",
+        "atem",
+    ),
+}
+
+
+def const(value: str) -> Format:
+    return {"type": "const_string", "value": value}
+
+
+def tag(begin: str, content: Format, end: str) -> Format:
+    return {"type": "tag", "begin": begin, "content": content, "end": end}
+
+
+def sequence(*elements: Format) -> Format:
+    flat: list[Format] = []
+    for element in elements:
+        flat.extend(element["elements"] if element["type"] == "sequence" else [element])
+    return flat[0] if len(flat) == 1 else {"type": "sequence", "elements": flat}
+
+
+def json_schema(schema: Mapping[str, Any], style: str | None = None) -> Format:
+    out: Format = {"type": "json_schema", "json_schema": dict(schema)}
+    if style is not None:
+        out["style"] = style
+    return out
+
+
+def reasoning_start(family: Family, prompt: str, thinking: bool) -> Start:
+    """Where the output starts, from the rendered prompt (the parsers' prefill facts):
+    inside an opened block, before an opener the model must write, or after reasoning."""
+    state = prefill_state(family.reasoning_parser, prompt)
+    if state == "open":
+        return "open"
+    if state == "closed" or not thinking:
+        return "none"
+    return "opener"
+
+
+def reasoning_prefix(reasoning: Reasoning, start: Start) -> list[Format]:
+    if start == "none":
+        return []
+    opener = "" if start == "open" else reasoning.opener
+    out = [tag(opener, {"type": "any_text"}, reasoning.closer)]
+    if reasoning.joiner:
+        out.append(const(reasoning.joiner))
+    return out
+
+
+def _attr(text: str) -> str:
+    return text.replace("&", "&amp;").replace('"', "&quot;")
+
+
+def _atem_value(prop: Mapping[str, Any], root: Mapping[str, Any]) -> Format:
+    """A Muse parameter value: a declared plain string is its text as written (the parser
+    never reads it as JSON), anything else JSON."""
+    types = schema_types(prop)
+    if len(types) == 1 and is_string_type(types[0]):
+        choices = prop.get("enum")
+        if isinstance(choices, list) and choices and all(isinstance(c, str) for c in choices):
+            return {"type": "or", "elements": [const(c) for c in choices]}
+        return {"type": "any_text"}
+    return json_schema(standalone(prop, root))
+
+
+def _atem_args(name: str, params: Mapping[str, Any], grammar: TagGrammar) -> Format | None:
+    """Muse's ATEM parameters (`<atem:parameter name="K">V</atem:parameter>`), one element
+    per declared property: required ones in order, then optional ones (None: this grammar
+    version lacks `optional`)."""
+    props = params.get("properties")
+    if params is ANY_OBJECT or (not props and params.get("type") == "object"):
+        # any object: any parameters (values are JSON or text, no markup inside)
+        return {
+            "type": "regex",
+            "pattern": r'(<atem:parameter name="[^"<>]+">[^<]*</atem:parameter>\n)*',
+        }
+    if not isinstance(props, Mapping) or params.get("type", "object") != "object":
+        raise APIError(
+            400,
+            f"tool {name!r}: Muse calls name each parameter, so its parameters must be an "
+            "object schema with 'properties'",
+            param="tools",
+        )
+    required = [k for k in props if k in set(params.get("required") or ())]
+    optional = [k for k in props if k not in required]
+    if optional and not grammar.glm_style:
+        return None
+    elements: list[Format] = []
+    for key in required + optional:
+        element = tag(
+            f'<atem:parameter name="{_attr(key)}">',
+            _atem_value(props[key], params),
+            "</atem:parameter>\n",
+        )
+        elements.append(element if key in required else {"type": "optional", "content": element})
+    if not elements:
+        return const("")
+    return sequence(*elements)
+
+
+def _args(syntax: CallSyntax, tool: Mapping[str, Any], grammar: TagGrammar) -> Format | None:
+    """One call's argument element, or None when `grammar` lacks what it needs."""
+    params = parameters(tool)
+    kind = syntax.args
+    if kind == "json":
+        return json_schema(params)
+    if kind in ("qwen_xml", "deepseek_xml"):
+        return json_schema(params, kind) if grammar.xml_styles else None
+    if kind == "glm_xml":
+        return json_schema(params, kind) if grammar.glm_style else None
+    if kind == "kimi_k2":
+        index = {"type": "regex", "pattern": "[0-9]{1,3}"}
+        return sequence(index, const("<|tool_call_argument_begin|>"), json_schema(params))
+    if kind == "kimi_k3":
+        index = {"type": "regex", "pattern": "[1-9][0-9]{0,2}"}
+        return sequence(index, const('"<|sep|><|open|>json<|sep|>'), json_schema(params))
+    return _atem_args(tool_name(tool), params, grammar)
+
+
+def _call(syntax: CallSyntax, tool: Mapping[str, Any], args: Format) -> Format:
+    name = tool_name(tool)
+    begin = (
+        syntax.begin.replace("{name_json}", _json_string(name))
+        .replace("{name_attr}", _attr(name))
+        .replace("{name}", name)
+    )
+    return tag(begin, args, syntax.end)
+
+
+def _json_string(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def native_calls(
+    syntax: CallSyntax,
+    tools: tuple[Mapping[str, Any], ...],
+    named: str | None,
+    parallel: bool,
+    grammar: TagGrammar,
+) -> Format | None:
+    """The calls element: one call of `named`, else a list of at least one call of any
+    declared tool (one only when not `parallel`); None when `grammar` cannot express it."""
+    chosen = [t for t in tools if named is None or tool_name(t) == named]
+    calls: list[Format] = []
+    for tool in chosen:
+        args = _args(syntax, tool, grammar)
+        if args is None:
+            return None
+        calls.append(_call(syntax, tool, args))
+    if named is not None:
+        block = calls[0]
+    else:
+        block = {
+            "type": "tags_with_separator",
+            "tags": calls,
+            "separator": syntax.separator,
+            "at_least_one": True,
+        }
+        if not parallel:
+            block["stop_after_first"] = True
+    if syntax.section is None:
+        return block
+    return sequence(const(syntax.section[0]), block, const(syntax.section[1]))
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """What the engine is asked for: a JSON schema or a structural tag (or neither)."""
+
+    guided_json: Mapping[str, Any] | None = None
+    structural_tag: Mapping[str, Any] | None = None
+
+
+def forced_constraint(
+    *,
+    family: Family | None,
+    tool_parser: str | None,
+    tools: tuple[Mapping[str, Any], ...],
+    named: str | None,
+    parallel: bool,
+    prompt: str,
+    thinking: bool,
+    choice: ForcedChoice,
+) -> Constraint:
+    """The constraint of a forced tool choice (`named`: the named tool, else `required`)."""
+    fallback = named_schema(tools, named) if named else required_schema(tools, parallel)
+    if choice.mode == "guided-json" or family is None:
+        return Constraint(guided_json=fallback)
+    reasoning = REASONING.get(family.key)
+    prefix = (
+        reasoning_prefix(reasoning, reasoning_start(family, prompt, thinking))
+        if reasoning is not None
+        else []
+    )
+    syntax = SYNTAX.get(tool_parser or "")
+    calls = (
+        native_calls(syntax, tools, named, parallel, choice.grammar) if syntax is not None else None
+    )
+    if calls is None:
+        if not prefix:
+            return Constraint(guided_json=fallback)
+        calls = json_schema(fallback)
+    return Constraint(structural_tag={"type": "structural_tag", "format": sequence(*prefix, calls)})
