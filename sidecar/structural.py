@@ -50,13 +50,24 @@ class TagGrammar:
 
     @property
     def xml_styles(self) -> bool:
-        """`json_schema` `style` `qwen_xml` and `deepseek_xml` (0.1.32)."""
+        """`json_schema` `style` `qwen_xml` and `deepseek_xml` (0.1.32; until 0.1.33 they take
+        no blank between parameters, so the model writes them without newlines)."""
         return self.version >= (0, 1, 32)
 
     @property
     def glm_style(self) -> bool:
         """`style` `glm_xml` and the `optional` element (0.1.33)."""
         return self.version >= (0, 1, 33)
+
+    @property
+    def dsml_v41_style(self) -> bool:
+        """`style` `deepseek_v4_1_xml`: DSML parameters with V4.1's spaced token (0.2.7)."""
+        return self.version >= (0, 2, 7)
+
+    @property
+    def whitespace_bound(self) -> bool:
+        """`json_schema` `max_whitespace_cnt` (0.2.8)."""
+        return self.version >= (0, 2, 8)
 
     @classmethod
     def parse(cls, text: str, flag: str) -> TagGrammar:
@@ -100,7 +111,16 @@ class CallSyntax:
     begin: str
     end: str
     separator: str  # between two calls
-    args: Literal["json", "qwen_xml", "glm_xml", "deepseek_xml", "kimi_k2", "kimi_k3", "atem"]
+    args: Literal[
+        "json",
+        "qwen_xml",
+        "glm_xml",
+        "deepseek_xml",
+        "deepseek_v4_1_xml",
+        "kimi_k2",
+        "kimi_k3",
+        "atem",
+    ]
     section: tuple[str, str] | None = None  # what encloses all calls
 
 
@@ -122,9 +142,9 @@ REASONING: dict[str, Reasoning] = {
 def _dsml(token: str, block: str) -> CallSyntax:
     return CallSyntax(
         begin=f'<{token}invoke name="{{name_attr}}">\n',
-        end=f"</{token}invoke>",
+        end=f"\n</{token}invoke>",  # the newline after the last parameter (see qwen3_coder)
         separator="\n",
-        args="deepseek_xml",
+        args="deepseek_v4_1_xml" if token.endswith(" ") else "deepseek_xml",
         section=(f"\n\n<{token}{block}>\n", f"\n</{token}{block}>"),
     )
 
@@ -135,7 +155,12 @@ SYNTAX: dict[str, CallSyntax] = {
         '<tool_call>\n{"name": {name_json}, "arguments": ', "}\n</tool_call>", "\n", "json"
     ),
     "qwen3_coder": CallSyntax(
-        "<tool_call>\n<function={name}>\n", "</function>\n</tool_call>", "\n", "qwen_xml"
+        # the newline after the last parameter is the end's: before xgrammar 0.2 the style
+        # takes no blank after its last parameter
+        "<tool_call>\n<function={name}>\n",
+        "\n</function>\n</tool_call>",
+        "\n",
+        "qwen_xml",
     ),
     "glm47": CallSyntax("<tool_call>{name}", "</tool_call>", "\n", "glm_xml"),
     "deepseek_v4": _dsml("｜DSML｜", "tool_calls"),
@@ -156,7 +181,7 @@ SYNTAX: dict[str, CallSyntax] = {
     ),
     "muse": CallSyntax(
         ' to={name}<|message|><atem:function_calls>\n<atem:invoke name="{name_attr}">\n',
-        "</atem:invoke>\n</atem:function_calls><|eom|>",
+        "\n</atem:invoke>\n</atem:function_calls><|eom|>",
         "<|start|>assistant",
         "atem",
     ),
@@ -178,10 +203,19 @@ def sequence(*elements: Format) -> Format:
     return flat[0] if len(flat) == 1 else {"type": "sequence", "elements": flat}
 
 
-def json_schema(schema: Mapping[str, Any], style: str | None = None) -> Format:
+# Consecutive whitespace allowed between JSON tokens in arguments (where the grammar can bound
+# it): room for `", "` and a two-space indent, none for a model padding until max_tokens.
+JSON_WHITESPACE = 4
+
+
+def json_schema(
+    schema: Mapping[str, Any], style: str | None = None, grammar: TagGrammar | None = None
+) -> Format:
     out: Format = {"type": "json_schema", "json_schema": dict(schema)}
     if style is not None:
         out["style"] = style
+    elif grammar is not None and grammar.whitespace_bound:
+        out["max_whitespace_cnt"] = JSON_WHITESPACE
     return out
 
 
@@ -210,7 +244,7 @@ def _attr(text: str) -> str:
     return text.replace("&", "&amp;").replace('"', "&quot;")
 
 
-def _atem_value(prop: Mapping[str, Any], root: Mapping[str, Any]) -> Format:
+def _atem_value(prop: Mapping[str, Any], root: Mapping[str, Any], grammar: TagGrammar) -> Format:
     """A Muse parameter value: a declared plain string is its text as written (the parser
     never reads it as JSON), anything else JSON."""
     types = schema_types(prop)
@@ -219,13 +253,13 @@ def _atem_value(prop: Mapping[str, Any], root: Mapping[str, Any]) -> Format:
         if isinstance(choices, list) and choices and all(isinstance(c, str) for c in choices):
             return {"type": "or", "elements": [const(c) for c in choices]}
         return {"type": "any_text"}
-    return json_schema(standalone(prop, root))
+    return json_schema(standalone(prop, root), grammar=grammar)
 
 
-def _atem_args(name: str, params: Mapping[str, Any], grammar: TagGrammar) -> Format | None:
-    """Muse's ATEM parameters (`<atem:parameter name="K">V</atem:parameter>`), one element
-    per declared property: required ones in order, then optional ones (None: this grammar
-    version lacks `optional`)."""
+def _atem_args(name: str, params: Mapping[str, Any], grammar: TagGrammar) -> Format:
+    """Muse's ATEM parameters (`<atem:parameter name="K">V</atem:parameter>`, one a line),
+    one element per declared property: the required ones in order, then the optional ones
+    (each `optional` from xgrammar 0.1.33; before, a list of them, where one may repeat)."""
     props = params.get("properties")
     if params is ANY_OBJECT or (not props and params.get("type") == "object"):
         # any object: any parameters (values are JSON or text, no markup inside)
@@ -240,21 +274,26 @@ def _atem_args(name: str, params: Mapping[str, Any], grammar: TagGrammar) -> For
             "object schema with 'properties'",
             param="tools",
         )
-    required = [k for k in props if k in set(params.get("required") or ())]
-    optional = [k for k in props if k not in required]
-    if optional and not grammar.glm_style:
-        return None
+    wanted = set(params.get("required") or ())
+
+    def one(key: str) -> Format:
+        value = _atem_value(props[key], params, grammar)
+        return tag(f'<atem:parameter name="{_attr(key)}">', value, "</atem:parameter>")
+
+    required = [one(k) for k in props if k in wanted]
+    optional = [one(k) for k in props if k not in wanted]
+    # one a line: a newline before every parameter but the first required one
     elements: list[Format] = []
-    for key in required + optional:
-        element = tag(
-            f'<atem:parameter name="{_attr(key)}">',
-            _atem_value(props[key], params),
-            "</atem:parameter>\n",
+    for element in required:
+        elements.extend((const("\n"), element) if elements else (element,))
+    if optional and grammar.glm_style:
+        elements.extend(
+            {"type": "optional", "content": sequence(const("\n"), element)} for element in optional
         )
-        elements.append(element if key in required else {"type": "optional", "content": element})
-    if not elements:
-        return const("")
-    return sequence(*elements)
+    elif optional:  # the last element: before 0.1.33 only a sequence's last may be unbounded
+        elements.append(const("\n"))
+        elements.append({"type": "tags_with_separator", "tags": optional, "separator": "\n"})
+    return sequence(*elements) if elements else const("")
 
 
 def _args(syntax: CallSyntax, tool: Mapping[str, Any], grammar: TagGrammar) -> Format | None:
@@ -262,17 +301,21 @@ def _args(syntax: CallSyntax, tool: Mapping[str, Any], grammar: TagGrammar) -> F
     params = parameters(tool)
     kind = syntax.args
     if kind == "json":
-        return json_schema(params)
-    if kind in ("qwen_xml", "deepseek_xml"):
+        return json_schema(params, grammar=grammar)
+    if kind == "deepseek_v4_1_xml" and not grammar.dsml_v41_style:
+        kind = "deepseek_xml"  # the unspaced parameter tag, which the parser reads too
+    if kind in ("qwen_xml", "deepseek_xml", "deepseek_v4_1_xml"):
         return json_schema(params, kind) if grammar.xml_styles else None
     if kind == "glm_xml":
         return json_schema(params, kind) if grammar.glm_style else None
     if kind == "kimi_k2":
         index = {"type": "regex", "pattern": "[0-9]{1,3}"}
-        return sequence(index, const("<|tool_call_argument_begin|>"), json_schema(params))
+        args = json_schema(params, grammar=grammar)
+        return sequence(index, const("<|tool_call_argument_begin|>"), args)
     if kind == "kimi_k3":
         index = {"type": "regex", "pattern": "[1-9][0-9]{0,2}"}
-        return sequence(index, const('"<|sep|><|open|>json<|sep|>'), json_schema(params))
+        args = json_schema(params, grammar=grammar)
+        return sequence(index, const('"<|sep|><|open|>json<|sep|>'), args)
     return _atem_args(tool_name(tool), params, grammar)
 
 
@@ -319,7 +362,9 @@ def native_calls(
             block["stop_after_first"] = True
     if syntax.section is None:
         return block
-    return sequence(const(syntax.section[0]), block, const(syntax.section[1]))
+    # a tag, not a sequence: before xgrammar 0.1.33 only a sequence's last element may be
+    # unbounded (the call list is)
+    return tag(syntax.section[0], block, syntax.section[1])
 
 
 @dataclass(frozen=True)
@@ -358,5 +403,5 @@ def forced_constraint(
     if calls is None:
         if not prefix:
             return Constraint(guided_json=fallback)
-        calls = json_schema(fallback)
+        calls = json_schema(fallback, grammar=choice.grammar)
     return Constraint(structural_tag={"type": "structural_tag", "format": sequence(*prefix, calls)})

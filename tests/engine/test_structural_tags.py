@@ -12,12 +12,15 @@ prompt, as when serving):
 - each accepted text parsed in every generation the family has gives exactly the forced calls.
 Gemma 4 keeps the guided-JSON call array behind the reasoning prefix (docs/sidecar.md): its
 accepted text is that array, so the bare list is not a rejection case there.
-A table of the results is printed.
+Checked with the engine venv's xgrammar, and with every Python named in
+SIDECAR_FORGE_XGRAMMAR_PYTHONS (other xgrammar versions: the tags use only what each accepts).
+A table of the results is printed per version (and kept in .reports/).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -33,7 +36,7 @@ from parsers.registry import resolve_tool_parser
 from parsers.routing import ToolChoice
 from parsers.settings import ParserSettings
 from sidecar.prompt import ChatTemplate
-from sidecar.structural import ForcedChoice, forced_constraint, json_schema
+from sidecar.structural import ForcedChoice, TagGrammar, forced_constraint, json_schema
 
 HERE = Path(__file__).resolve().parent
 
@@ -68,6 +71,9 @@ UNDECLARED: Call = ("delete_files", {"zone": "utc"})
 BROKEN: Call = ("get_weather", {"city": "Paris", "unit": "kelvin"})
 
 
+Writer = Callable[[list[Call], TagGrammar], str]
+
+
 def _j(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
@@ -76,21 +82,29 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else _j(value)
 
 
-def hermes(calls: list[Call]) -> str:
+def hermes(calls: list[Call], grammar: TagGrammar) -> str:
     return "\n".join(
         f'<tool_call>\n{{"name": {_j(n)}, "arguments": {_j(a)}}}\n</tool_call>' for n, a in calls
     )
 
 
-def qwen3_coder(calls: list[Call]) -> str:
+def _gap(grammar: TagGrammar) -> str:
+    """Between two XML-style parameters: a newline, as the templates write, from xgrammar
+    0.1.33; none before (its styles take no blank there)."""
+    return "\n" if grammar.version >= (0, 1, 33) else ""
+
+
+def qwen3_coder(calls: list[Call], grammar: TagGrammar) -> str:
     def one(n: str, a: dict[str, Any]) -> str:
-        params = "".join(f"<parameter={k}>\n{_text(v)}\n</parameter>\n" for k, v in a.items())
-        return f"<tool_call>\n<function={n}>\n{params}</function>\n</tool_call>"
+        params = _gap(grammar).join(
+            f"<parameter={k}>\n{_text(v)}\n</parameter>" for k, v in a.items()
+        )
+        return f"<tool_call>\n<function={n}>\n{params}\n</function>\n</tool_call>"
 
     return "\n".join(one(n, a) for n, a in calls)
 
 
-def glm(calls: list[Call]) -> str:
+def glm(calls: list[Call], grammar: TagGrammar) -> str:
     def one(n: str, a: dict[str, Any]) -> str:
         pairs = "".join(
             f"<arg_key>{k}</arg_key><arg_value>{_text(v)}</arg_value>" for k, v in a.items()
@@ -100,23 +114,25 @@ def glm(calls: list[Call]) -> str:
     return "\n".join(one(n, a) for n, a in calls)
 
 
-def dsml(token: str, block: str) -> Callable[[list[Call]], str]:
-    def write(calls: list[Call]) -> str:
+def dsml(token: str, block: str) -> Writer:
+    def write(calls: list[Call], grammar: TagGrammar) -> str:
+        # V4.1's spaced parameter tag needs its own style (xgrammar 0.2.7); before that the
+        # unspaced one, which the parser reads too
+        param = token if grammar.dsml_v41_style else "｜DSML｜"
         invokes = []
         for n, a in calls:
-            params = "".join(
-                # the grammar's deepseek_xml style writes the parameter tag without a space
-                f'<｜DSML｜parameter name="{k}" string="{str(isinstance(v, str)).lower()}">'
-                f"{_text(v)}</｜DSML｜parameter>\n"
+            params = _gap(grammar).join(
+                f'<{param}parameter name="{k}" string="{str(isinstance(v, str)).lower()}">'
+                f"{_text(v)}</{param}parameter>"
                 for k, v in a.items()
             )
-            invokes.append(f'<{token}invoke name="{n}">\n{params}</{token}invoke>')
+            invokes.append(f'<{token}invoke name="{n}">\n{params}\n</{token}invoke>')
         return f"\n\n<{token}{block}>\n" + "\n".join(invokes) + f"\n</{token}{block}>"
 
     return write
 
 
-def kimi_k2(calls: list[Call]) -> str:
+def kimi_k2(calls: list[Call], grammar: TagGrammar) -> str:
     body = "\n".join(
         f"<|tool_call_begin|>functions.{n}:{i}<|tool_call_argument_begin|>{_j(a)}<|tool_call_end|>"
         for i, (n, a) in enumerate(calls)
@@ -124,7 +140,7 @@ def kimi_k2(calls: list[Call]) -> str:
     return f"<|tool_calls_section_begin|>\n{body}\n<|tool_calls_section_end|>"
 
 
-def kimi_k3(calls: list[Call]) -> str:
+def kimi_k3(calls: list[Call], grammar: TagGrammar) -> str:
     body = "\n".join(
         f'<|open|>call tool="{n}" index="{i + 1}"<|sep|><|open|>json<|sep|>{_j(a)}'
         "<|close|>json<|sep|><|close|>call<|sep|>"
@@ -133,21 +149,21 @@ def kimi_k3(calls: list[Call]) -> str:
     return f"<|open|>tools<|sep|>\n{body}\n<|close|>tools<|sep|>"
 
 
-def muse(calls: list[Call]) -> str:
+def muse(calls: list[Call], grammar: TagGrammar) -> str:
     def one(n: str, a: dict[str, Any]) -> str:
-        params = "".join(
-            f'<atem:parameter name="{k}">{v if k in STRING_PARAMS else _j(v)}</atem:parameter>\n'
+        params = "\n".join(
+            f'<atem:parameter name="{k}">{v if k in STRING_PARAMS else _j(v)}</atem:parameter>'
             for k, v in a.items()
         )
         return (
             f' to={n}<|message|><atem:function_calls>\n<atem:invoke name="{n}">\n{params}'
-            "</atem:invoke>\n</atem:function_calls><|eom|>"
+            "\n</atem:invoke>\n</atem:function_calls><|eom|>"
         )
 
     return "<|start|>assistant".join(one(n, a) for n, a in calls)
 
 
-def gemma4_guided(calls: list[Call], named: bool) -> str:
+def guided(calls: list[Call], named: bool) -> str:
     """The guided JSON: a named choice's arguments object, else the call array. A named
     choice answered otherwise is written as a model would try it: a call object naming
     another tool, or several argument objects."""
@@ -163,7 +179,7 @@ def gemma4_guided(calls: list[Call], named: bool) -> str:
 @dataclass(frozen=True)
 class FamilyCase:
     tool_parser: str
-    write: Callable[[list[Call]], str] | None  # None: the guided-JSON array (Gemma 4)
+    write: Writer | None  # None: the guided-JSON array (Gemma 4)
     # What the model writes before the calls with thinking on, after the rendered prompt
     reasoning: str
     generations: tuple[int, ...] = (1, 2)
@@ -194,6 +210,7 @@ THINKING = (True, False)
 
 @dataclass
 class Case:
+    grammar: TagGrammar
     family: FamilyCase
     choice: str
     thinking: bool
@@ -220,7 +237,19 @@ def _facts(choice: str, thinking: bool) -> RequestFacts:
     return RequestFacts(tc, TOOLS, thinking, json_answer=False, structural_tag=False)
 
 
-def build_case(fam: FamilyCase, choice: str, thinking: bool) -> Case:
+def native_for(fam: FamilyCase, grammar: TagGrammar) -> bool:
+    """Whether the family gets its native calls at this grammar version (docs/sidecar.md):
+    Gemma 4 never; XML argument styles from 0.1.32 (Qwen3-Coder, DSML) or 0.1.33 (GLM)."""
+    if fam.write is None:
+        return False
+    if fam.tool_parser in ("qwen3_coder", "deepseek_v4", "deepseek_v41"):
+        return grammar.version >= (0, 1, 32)
+    if fam.tool_parser == "glm47":
+        return grammar.version >= (0, 1, 33)
+    return True
+
+
+def build_case(grammar: TagGrammar, fam: FamilyCase, choice: str, thinking: bool) -> Case:
     found = resolve_tool_parser(fam.tool_parser)
     template = ChatTemplate.builtin(found.family.key, found.canonical)
     messages = [{"role": "user", "content": "Weather in Paris, and the time?"}]
@@ -234,61 +263,69 @@ def build_case(fam: FamilyCase, choice: str, thinking: bool) -> Case:
         parallel=choice != "parallel_false",
         prompt=prompt,
         thinking=thinking,
-        choice=ForcedChoice(),
+        choice=ForcedChoice(grammar=grammar),
     )
     expected = {"required": [W, T], "named": [T], "parallel_false": [W]}[choice]
+    native = native_for(fam, grammar)
+    lead = fam.reasoning if thinking else ""
 
     def write(calls: list[Call]) -> str:
-        body = gemma4_guided(calls, named) if fam.write is None else fam.write(calls)
-        return (fam.reasoning if thinking else "") + body
+        body = fam.write(calls, grammar) if native and fam.write else guided(calls, named)
+        return lead + body
 
     reject = {
-        "bare JSON list": (fam.reasoning if thinking else "")
-        + _j([{"name": n, "arguments": a} for n, a in expected]),
+        "bare JSON list": lead + _j([{"name": n, "arguments": a} for n, a in expected]),
         "undeclared tool": write([UNDECLARED]),
         "schema broken": write([("get_time", {"zone": "mars"})] if named else [BROKEN]),
     }
-    if fam.write is None:
-        del reject["bare JSON list"]  # Gemma 4's accepted form is the guided array
+    if not native:
+        del reject["bare JSON list"]  # the guided array is the accepted form here
     if choice != "required":
         reject["second call"] = write([*expected, T])
     if named:
         reject["other tool"] = write([W])
-    tag = constraint.structural_tag
+    tag = None if constraint.structural_tag is None else dict(constraint.structural_tag)
     if tag is None and constraint.guided_json is not None:
-        # guided JSON (Gemma 4 with thinking off): checked as the one-element tag it equals
+        # guided JSON (no reasoning prefix needed): checked as the one-element tag it equals
         tag = {"type": "structural_tag", "format": json_schema(constraint.guided_json)}
-    return Case(fam, choice, thinking, prompt, tag, expected, [write(expected)], reject)
+    return Case(grammar, fam, choice, thinking, prompt, tag, expected, [write(expected)], reject)
 
 
-def _cases() -> list[Case]:
-    return [build_case(f, c, t) for f in FAMILIES for c in CHOICES for t in THINKING]
+def _pythons() -> list[str]:
+    """The engine venv's Python, and any given in SIDECAR_FORGE_XGRAMMAR_PYTHONS (other
+    xgrammar versions, checked the same way; docs/testing.md)."""
+    extra = os.environ.get("SIDECAR_FORGE_XGRAMMAR_PYTHONS", "")
+    return [str(engine_venv()), *(p for p in extra.split(os.pathsep) if p)]
 
 
-@pytest.fixture(scope="module")
-def checked() -> dict[tuple[str, str, bool], Case]:
-    """All cases, run through the real xgrammar in one engine-venv process."""
-    cases = _cases()
-    payload = [
-        {"tag": c.tag, "texts": [*c.accept, *c.reject.values()]} for c in cases if c.tag is not None
-    ]
-    python = engine_venv()
+def _run(python: str, args: list[str], stdin: str = "") -> str:
     done = subprocess.run(
-        [str(python), str(HERE / "xgrammar_check.py")],
-        input=json.dumps(payload),
+        [python, str(HERE / "xgrammar_check.py"), *args],
+        input=stdin,
         capture_output=True,
         text=True,
         check=False,
         timeout=600,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout)
-    results = iter(report["results"])
-    for case in cases:
-        if case.tag is not None:
-            case.result = next(results)
-    _print_table(cases, report["xgrammar"])
-    return {(c.family.tool_parser, c.choice, c.thinking): c for c in cases}
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def checked() -> dict[tuple[str, str, str, bool], Case]:
+    """All cases per xgrammar version, each version's run in one process."""
+    out: dict[tuple[str, str, str, bool], Case] = {}
+    for python in _pythons():
+        version = _run(python, ["--version"]).strip()
+        grammar = TagGrammar.parse(version, "xgrammar")
+        cases = [build_case(grammar, f, c, t) for f in FAMILIES for c in CHOICES for t in THINKING]
+        payload = [{"tag": c.tag, "texts": [*c.accept, *c.reject.values()]} for c in cases]
+        results = json.loads(_run(python, [], json.dumps(payload)))["results"]
+        for case, result in zip(cases, results, strict=True):
+            case.result = result
+            out[(version, case.family.tool_parser, case.choice, case.thinking)] = case
+        _print_table(cases, version)
+    return out
 
 
 def _print_table(cases: list[Case], version: str) -> None:
@@ -306,16 +343,18 @@ def _print_table(cases: list[Case], version: str) -> None:
         lines.append(
             f"{c.family.tool_parser:<13}{c.choice:<16}{'on' if c.thinking else 'off':<10}"
             f"{'yes' if c.result.get('compiled') else 'NO':<10}"
-            f"{acc}/{len(c.accept):<8}{rej}/{len(c.reject)}"
+            f"{acc}/{len(c.accept):<8}{rej}/{len(c.reject):<4}"
+            f"{'' if native_for(c.family, c.grammar) else ' (guided-JSON calls)'}"
         )
-    Path(HERE.parents[1] / ".reports").mkdir(exist_ok=True)
-    (HERE.parents[1] / ".reports" / "structural-tags.txt").write_text("\n".join(lines) + "\n")
+    reports = HERE.parents[1] / ".reports"
+    reports.mkdir(exist_ok=True)
+    (reports / f"structural-tags-{version}.txt").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 
-def _calls(plan_case: Case, text: str, generation: int) -> list[Call]:
-    settings = _settings(plan_case.family.tool_parser, generation)
-    plan = plan_request(settings, _facts(plan_case.choice, plan_case.thinking), plan_case.prompt)
+def _calls(case: Case, text: str, generation: int) -> list[Call]:
+    settings = _settings(case.family.tool_parser, generation)
+    plan = plan_request(settings, _facts(case.choice, case.thinking), case.prompt)
     message = parse_text(plan, text, "stop")
     return [(c.name, json.loads(c.arguments)) for c in message.tool_calls]
 
@@ -324,19 +363,24 @@ def _calls(plan_case: Case, text: str, generation: int) -> list[Call]:
 @pytest.mark.parametrize("choice", CHOICES)
 @pytest.mark.parametrize("family", FAMILIES, ids=[f.tool_parser for f in FAMILIES])
 def test_tag(
-    checked: Mapping[tuple[str, str, bool], Case],
+    checked: Mapping[tuple[str, str, str, bool], Case],
     family: FamilyCase,
     choice: str,
     thinking: bool,
 ) -> None:
-    case = checked[(family.tool_parser, choice, thinking)]
-    assert case.tag is not None, "no structural tag was built"
-    result = case.result
-    assert result["compiled"], result["error"]
-    got = result["accepted"]
-    assert got[: len(case.accept)] == [True] * len(case.accept), (case.tag, case.accept)
-    wrongly = [what for what, ok in zip(case.reject, got[len(case.accept) :], strict=True) if ok]
-    assert not wrongly, f"accepted: {wrongly}"
-    for text in case.accept:
-        for generation in family.generations:
-            assert _calls(case, text, generation) == case.expected, (generation, text)
+    cases = [c for k, c in checked.items() if k[1:] == (family.tool_parser, choice, thinking)]
+    assert cases
+    for case in cases:
+        version = ".".join(map(str, case.grammar.version))
+        assert case.tag is not None, "no structural tag was built"
+        result = case.result
+        assert result["compiled"], (version, result["error"])
+        got = result["accepted"]
+        assert got[: len(case.accept)] == [True] * len(case.accept), (version, case.tag)
+        wrongly = [
+            what for what, ok in zip(case.reject, got[len(case.accept) :], strict=True) if ok
+        ]
+        assert not wrongly, f"xgrammar {version} accepted: {wrongly}"
+        for text in case.accept:
+            for generation in family.generations:
+                assert _calls(case, text, generation) == case.expected, (version, generation)

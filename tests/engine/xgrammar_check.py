@@ -1,7 +1,8 @@
 """Compile structural tags with the real xgrammar and match texts against them.
 
 Run with the engine venv's Python (xgrammar needs torch; this project is not installed
-there): JSON on stdin, `[{"tag": {...}, "texts": ["...", ...]}, ...]`; JSON on stdout, one
+there). `--version`: the xgrammar version. Otherwise JSON on stdin,
+`[{"tag": {...}, "texts": ["...", ...]}, ...]`; JSON on stdout, one
 `{"compiled": bool, "error": str | null, "accepted": [bool, ...]}` per case. A text is
 accepted when the matcher takes all of it and the grammar is then complete.
 
@@ -17,6 +18,9 @@ from typing import Any
 
 
 def main() -> None:
+    if sys.argv[1:] == ["--version"]:
+        print(_version())
+        return
     import xgrammar
 
     cases: list[dict[str, Any]] = json.load(sys.stdin)
