@@ -157,16 +157,18 @@ async def latency(targets: Targets, rounds: int) -> dict[tuple[str, int, bool], 
 async def throughput(targets: Targets, streams: int, rounds: int) -> dict[str, list[float]]:
     rates: dict[str, list[float]] = {t: [] for t in TARGETS}
     limits = httpx.Limits(max_connections=streams, max_keepalive_connections=streams)
-    async with httpx.AsyncClient(timeout=300, limits=limits) as client:
-        for r in range(rounds + 1):  # one warm-up round
-            order = TARGETS[r % 3 :] + TARGETS[: r % 3]
-            for target in order:
-                url, body = targets.request(target, 64, True)
+    for r in range(rounds + 1):  # one warm-up round
+        order = TARGETS[r % 3 :] + TARGETS[: r % 3]
+        for target in order:
+            url, body = targets.request(target, 64, True)
+            # New connections each turn: kept-alive ones idle through the other targets'
+            # turns, past the servers' keep-alive (5 s), and may be closed as they are reused.
+            async with httpx.AsyncClient(timeout=300, limits=limits) as client:
                 started = time.perf_counter()
                 done = await asyncio.gather(*(one(client, url, body) for _ in range(streams)))
                 wall = time.perf_counter() - started
-                if r > 0:
-                    rates[target].append(sum(tokens for _, _, tokens in done) / wall)
+            if r > 0:
+                rates[target].append(sum(tokens for _, _, tokens in done) / wall)
     return rates
 
 

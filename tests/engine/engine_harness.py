@@ -49,7 +49,7 @@ DEFAULT_CACHE = Path.home() / ".cache" / "sidecar-forge" / "engine"
 # Present in the index's resolution, CUDA-linked, unused by a text model, failing at import.
 UNWANTED = ("torchvision", "torchaudio", "torchcodec")
 MODEL_NAME = "tiny-qwen3"
-MAX_MODEL_LEN = 8192  # long enough for a generation that outlasts a client's disconnect
+MAX_MODEL_LEN = 32768  # a generation (about a minute) that outlasts a disconnect on a busy machine
 # The sidecar's parser modes (docs/parser-selection.md): DYN_PARSER_VERSION unset, 1, 2.
 PARSER_MODES: dict[str, str | None] = {"unset": None, "v1": "1", "v2": "2"}
 

@@ -62,7 +62,7 @@ def main(out: Path, sources: list[Path]) -> None:
         eos_token="<|im_end|>",
         pad_token="<|endoftext|>",
         chat_template=template,
-        model_max_length=16384,
+        model_max_length=32768,
     )
     out.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(str(out))
@@ -76,7 +76,7 @@ def main(out: Path, sources: list[Path]) -> None:
         num_attention_heads=4,
         num_key_value_heads=2,
         head_dim=32,
-        max_position_embeddings=16384,
+        max_position_embeddings=32768,
         tie_word_embeddings=True,
         bos_token_id=tokenizer.convert_tokens_to_ids("<|endoftext|>"),
         eos_token_id=tokenizer.convert_tokens_to_ids("<|im_end|>"),

@@ -444,9 +444,9 @@ def vllm_metrics(vllm: str) -> dict[str, float]:
 
 
 def settled_metrics(vllm: str) -> dict[str, float]:
-    """vLLM's counters once nothing runs and two reads 0.3 s apart agree."""
+    """vLLM's counters once nothing runs and two reads 0.3 s apart agree (within 60 s)."""
     last = vllm_metrics(vllm)
-    for _ in range(50):
+    for _ in range(200):
         time.sleep(0.3)
         now = vllm_metrics(vllm)
         if now == last and now["vllm:num_requests_running"] == 0:
@@ -455,11 +455,26 @@ def settled_metrics(vllm: str) -> dict[str, float]:
     raise AssertionError(f"vLLM's metrics do not settle: {last}")
 
 
+def disconnects(sidecar: str) -> float:
+    """The sidecar's count of requests whose client left (499)."""
+    # A sidecar relaying a fast engine on a busy machine may answer late, not never.
+    status, text = get(f"{sidecar}/metrics", timeout=30)
+    assert status == 200
+    m = re.search(
+        r'^sidecar_requests_total\{engine="vllm",status="499"\} ([0-9.e+]+)$', text.decode(), re.M
+    )
+    return float(m.group(1)) if m else 0.0
+
+
 def test_client_disconnect_aborts_generation(sidecar: str, mode: str, vllm: str) -> None:
-    """A client leaving mid-stream ends the generation in vLLM: it stops generating long
-    before `max_tokens` and the request never finishes as stop/length (vLLM counts neither
-    for an abort)."""
+    """A client leaving mid-stream ends the generation in vLLM: the sidecar counts a 499
+    and closes its engine connection, and vLLM aborts the request before `max_tokens` (it
+    never finishes as stop/length: vLLM counts neither for an abort). How soon depends on
+    the machine: on a loaded 2-core one, vLLM's own server was seen taking ~10 s to notice
+    the closed connection while its engine generated on, so the bound is "before the end",
+    not a token count."""
     before = settled_metrics(vllm)
+    left_before = disconnects(sidecar)
     # Several seconds of generation here (temperature 0: this model writes no end token so
     # soon); the client leaves once the stream has started.
     asked = MAX_MODEL_LEN - 200
@@ -476,13 +491,21 @@ def test_client_disconnect_aborts_generation(sidecar: str, mode: str, vllm: str)
     ):
         assert response.status_code == 200
         assert next(response.iter_lines()).startswith("data: ")
+    left = time.monotonic()
+    while disconnects(sidecar) == left_before and time.monotonic() - left < 30:
+        time.sleep(0.05)
+    noticed = time.monotonic() - left
+    running = vllm_metrics(vllm)["vllm:num_requests_running"]
     after = settled_metrics(vllm)
     generated = after["vllm:generation_tokens_total"] - before["vllm:generation_tokens_total"]
-    assert generated < asked / 2, (before, after)
-    assert after["vllm:request_success_total"] == before["vllm:request_success_total"]
-    status, text = get(f"{sidecar}/metrics")
-    assert status == 200
-    assert re.search(r'sidecar_requests_total\{engine="vllm",status="499"\} [1-9]', text.decode())
+    story = (
+        f"sidecar 499 after {noticed:.2f} s ({disconnects(sidecar) - left_before:.0f}); "
+        f"vLLM running then: {running:.0f}; generated {generated:.0f} of {asked}; "
+        f"vLLM before {before}, after {after}"
+    )
+    assert disconnects(sidecar) == left_before + 1, story
+    assert after["vllm:request_success_total"] == before["vllm:request_success_total"], story
+    assert generated < asked, story
 
 
 def test_health_models_metrics(sidecar: str, mode: str) -> None:
