@@ -56,7 +56,12 @@ class TagGrammar:
 
     @property
     def glm_style(self) -> bool:
-        """`style` `glm_xml` and the `optional` element (0.1.33)."""
+        """`style` `glm_xml` (0.1.33)."""
+        return self.version >= (0, 1, 33)
+
+    @property
+    def optional(self) -> bool:
+        """The `optional` element, and blanks between XML-style parameters (0.1.33)."""
         return self.version >= (0, 1, 33)
 
     @property
@@ -286,7 +291,7 @@ def _atem_args(name: str, params: Mapping[str, Any], grammar: TagGrammar) -> For
     elements: list[Format] = []
     for element in required:
         elements.extend((const("\n"), element) if elements else (element,))
-    if optional and grammar.glm_style:
+    if optional and grammar.optional:
         elements.extend(
             {"type": "optional", "content": sequence(const("\n"), element)} for element in optional
         )
