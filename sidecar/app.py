@@ -44,7 +44,7 @@ from sidecar.metrics import Metrics
 from sidecar.parsing import parse_whole, parser_for
 from sidecar.prompt import ChatTemplate
 from sidecar.request import ChatRequest, read_chat_request
-from sidecar.structural import Constraint, forced_constraint
+from sidecar.structural import Constraint, forced_constraint, strict_auto_tag
 from sidecar.toolschema import check_tools
 
 log = logging.getLogger("sidecar")
@@ -141,7 +141,20 @@ class Sidecar:
             )
         else:
             guided = guided_schema(plan, fmt, chat.parallel_tool_calls)
-            constraint = Constraint(guided, chat.structural_tag if guided is None else None)
+            tag = chat.structural_tag if guided is None else None
+            if tag is None and guided is None and plan.tool_mode == "auto" and plan.parse_tools:
+                tag = strict_auto_tag(
+                    family=family_by_key(settings.family),
+                    tool_parser=settings.tool_parser,
+                    tools=plan.tools,
+                    parallel=chat.parallel_tool_calls,
+                    prompt=prompt,
+                    thinking=thinking,
+                    choice=self.config.forced_choice,
+                )
+                if tag is not None:
+                    check_tools(plan.tools, only_strict=True)
+            constraint = Constraint(guided, tag)
         engine_request = EngineRequest(
             model=self.config.model,
             prompt=prompt,

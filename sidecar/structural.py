@@ -70,6 +70,11 @@ class TagGrammar:
         return self.version >= (0, 2, 7)
 
     @property
+    def xml_any_object(self) -> bool:
+        """XML argument styles taking a schema without properties (any object): 0.2.7."""
+        return self.version >= (0, 2, 7)
+
+    @property
     def whitespace_bound(self) -> bool:
         """`json_schema` `max_whitespace_cnt` (0.2.8)."""
         return self.version >= (0, 2, 8)
@@ -116,6 +121,8 @@ class CallSyntax:
     begin: str
     end: str
     separator: str  # between two calls
+    # Under `auto` with strict tools: what starts a call (or the section); None: no tag
+    trigger: str | None
     args: Literal[
         "json",
         "qwen_xml",
@@ -149,6 +156,7 @@ def _dsml(token: str, block: str) -> CallSyntax:
         begin=f'<{token}invoke name="{{name_attr}}">\n',
         end=f"\n</{token}invoke>",  # the newline after the last parameter (see qwen3_coder)
         separator="\n",
+        trigger=f"<{token}{block}>",
         args="deepseek_v4_1_xml" if token.endswith(" ") else "deepseek_xml",
         section=(f"\n\n<{token}{block}>\n", f"\n</{token}{block}>"),
     )
@@ -157,23 +165,29 @@ def _dsml(token: str, block: str) -> CallSyntax:
 # Per canonical tool parser: the calls as the family's template writes them.
 SYNTAX: dict[str, CallSyntax] = {
     "hermes": CallSyntax(
-        '<tool_call>\n{"name": {name_json}, "arguments": ', "}\n</tool_call>", "\n", "json"
+        '<tool_call>\n{"name": {name_json}, "arguments": ',
+        "}\n</tool_call>",
+        "\n",
+        "<tool_call>",
+        "json",
     ),
     "qwen3_coder": CallSyntax(
-        # the newline after the last parameter is the end's: before xgrammar 0.2 the style
+        # the newline after the last parameter is the end's: before xgrammar 0.1.33 the style
         # takes no blank after its last parameter
         "<tool_call>\n<function={name}>\n",
         "\n</function>\n</tool_call>",
         "\n",
+        "<tool_call>",
         "qwen_xml",
     ),
-    "glm47": CallSyntax("<tool_call>{name}", "</tool_call>", "\n", "glm_xml"),
+    "glm47": CallSyntax("<tool_call>{name}", "</tool_call>", "\n", "<tool_call>", "glm_xml"),
     "deepseek_v4": _dsml("｜DSML｜", "tool_calls"),
     "deepseek_v41": _dsml("｜DSML｜ ", "calls"),
     "kimi_k2": CallSyntax(
         "<|tool_call_begin|>functions.{name}:",
         "<|tool_call_end|>",
         "\n",
+        "<|tool_calls_section_begin|>",
         "kimi_k2",
         ("<|tool_calls_section_begin|>\n", "\n<|tool_calls_section_end|>"),
     ),
@@ -181,6 +195,7 @@ SYNTAX: dict[str, CallSyntax] = {
         '<|open|>call tool="{name_attr}" index="',
         "<|close|>json<|sep|><|close|>call<|sep|>",
         "\n",
+        "<|open|>tools<|sep|>",
         "kimi_k3",
         ("<|open|>tools<|sep|>\n", "\n<|close|>tools<|sep|>"),
     ),
@@ -188,6 +203,7 @@ SYNTAX: dict[str, CallSyntax] = {
         ' to={name}<|message|><atem:function_calls>\n<atem:invoke name="{name_attr}">\n',
         "\n</atem:invoke>\n</atem:function_calls><|eom|>",
         "<|start|>assistant",
+        None,  # its tool header starts the reasoning and answer messages too
         "atem",
     ),
 }
@@ -309,10 +325,11 @@ def _args(syntax: CallSyntax, tool: Mapping[str, Any], grammar: TagGrammar) -> F
         return json_schema(params, grammar=grammar)
     if kind == "deepseek_v4_1_xml" and not grammar.dsml_v41_style:
         kind = "deepseek_xml"  # the unspaced parameter tag, which the parser reads too
-    if kind in ("qwen_xml", "deepseek_xml", "deepseek_v4_1_xml"):
-        return json_schema(params, kind) if grammar.xml_styles else None
-    if kind == "glm_xml":
-        return json_schema(params, kind) if grammar.glm_style else None
+    if kind in ("qwen_xml", "deepseek_xml", "deepseek_v4_1_xml", "glm_xml"):
+        supported = grammar.glm_style if kind == "glm_xml" else grammar.xml_styles
+        if not params.get("properties") and not grammar.xml_any_object:
+            supported = False  # older styles fail on (or refuse) an object without properties
+        return json_schema(params, kind) if supported else None
     if kind == "kimi_k2":
         index = {"type": "regex", "pattern": "[0-9]{1,3}"}
         args = json_schema(params, grammar=grammar)
@@ -338,6 +355,30 @@ def _json_string(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+def _calls(
+    syntax: CallSyntax, tools: list[Mapping[str, Any]], grammar: TagGrammar
+) -> list[Format] | None:
+    calls: list[Format] = []
+    for tool in tools:
+        args = _args(syntax, tool, grammar)
+        if args is None:
+            return None
+        calls.append(_call(syntax, tool, args))
+    return calls
+
+
+def _call_list(syntax: CallSyntax, calls: list[Format], parallel: bool) -> Format:
+    block: Format = {
+        "type": "tags_with_separator",
+        "tags": calls,
+        "separator": syntax.separator,
+        "at_least_one": True,
+    }
+    if not parallel:
+        block["stop_after_first"] = True
+    return block
+
+
 def native_calls(
     syntax: CallSyntax,
     tools: tuple[Mapping[str, Any], ...],
@@ -347,24 +388,10 @@ def native_calls(
 ) -> Format | None:
     """The calls element: one call of `named`, else a list of at least one call of any
     declared tool (one only when not `parallel`); None when `grammar` cannot express it."""
-    chosen = [t for t in tools if named is None or tool_name(t) == named]
-    calls: list[Format] = []
-    for tool in chosen:
-        args = _args(syntax, tool, grammar)
-        if args is None:
-            return None
-        calls.append(_call(syntax, tool, args))
-    if named is not None:
-        block = calls[0]
-    else:
-        block = {
-            "type": "tags_with_separator",
-            "tags": calls,
-            "separator": syntax.separator,
-            "at_least_one": True,
-        }
-        if not parallel:
-            block["stop_after_first"] = True
+    calls = _calls(syntax, [t for t in tools if named is None or tool_name(t) == named], grammar)
+    if calls is None:
+        return None
+    block = calls[0] if named is not None else _call_list(syntax, calls, parallel)
     if syntax.section is None:
         return block
     # a tag, not a sequence: before xgrammar 0.1.33 only a sequence's last element may be
@@ -395,12 +422,7 @@ def forced_constraint(
     fallback = named_schema(tools, named) if named else required_schema(tools, parallel)
     if choice.mode == "guided-json" or family is None:
         return Constraint(guided_json=fallback)
-    reasoning = REASONING.get(family.key)
-    prefix = (
-        reasoning_prefix(reasoning, reasoning_start(family, prompt, thinking))
-        if reasoning is not None
-        else []
-    )
+    prefix = _prefix(family, prompt, thinking)
     syntax = SYNTAX.get(tool_parser or "")
     calls = (
         native_calls(syntax, tools, named, parallel, choice.grammar) if syntax is not None else None
@@ -410,3 +432,52 @@ def forced_constraint(
             return Constraint(guided_json=fallback)
         calls = json_schema(fallback, grammar=choice.grammar)
     return Constraint(structural_tag={"type": "structural_tag", "format": sequence(*prefix, calls)})
+
+
+def _prefix(family: Family, prompt: str, thinking: bool) -> list[Format]:
+    reasoning = REASONING.get(family.key)
+    if reasoning is None:
+        return []
+    return reasoning_prefix(reasoning, reasoning_start(family, prompt, thinking))
+
+
+def is_strict(tool: Mapping[str, Any]) -> bool:
+    return tool.get("function", {}).get("strict") is True
+
+
+def strict_auto_tag(
+    *,
+    family: Family | None,
+    tool_parser: str | None,
+    tools: tuple[Mapping[str, Any], ...],
+    parallel: bool,
+    prompt: str,
+    thinking: bool,
+    choice: ForcedChoice,
+) -> Mapping[str, Any] | None:
+    """`tool_choice` auto with a `strict` tool: free text, and any call the model starts (at
+    the family's call trigger) follows its tool's schema (a non-strict tool's arguments:
+    any object); None when nothing is constrained (no strict tool, guided-JSON mode, a
+    family without a trigger, a grammar version lacking the argument style)."""
+    if choice.mode != "structural-tag" or family is None or not any(map(is_strict, tools)):
+        return None
+    syntax = SYNTAX.get(tool_parser or "")
+    if syntax is None or syntax.trigger is None:
+        return None
+    loose: list[Mapping[str, Any]] = [
+        t if is_strict(t) else {**t, "function": {**t["function"], "parameters": ANY_OBJECT}}
+        for t in tools
+    ]
+    calls = _calls(syntax, loose, choice.grammar)
+    if calls is None:
+        return None
+    tags = calls
+    if syntax.section is not None:
+        # the section opens at the trigger (the blanks before it are free text)
+        begin = syntax.section[0].lstrip()
+        tags = [tag(begin, _call_list(syntax, calls, parallel), syntax.section[1])]
+    block: Format = {"type": "triggered_tags", "triggers": [syntax.trigger], "tags": tags}
+    if not parallel:
+        block["stop_after_first"] = True
+    fmt = sequence(*_prefix(family, prompt, thinking), block)
+    return {"type": "structural_tag", "format": fmt}

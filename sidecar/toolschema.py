@@ -88,9 +88,12 @@ def _problem(params: Mapping[str, Any]) -> tuple[str, str] | None:
     return None
 
 
-def check_tools(tools: tuple[Mapping[str, Any], ...]) -> None:
-    """A 400 naming the first tool whose parameters the grammar cannot express."""
+def check_tools(tools: tuple[Mapping[str, Any], ...], only_strict: bool = False) -> None:
+    """A 400 naming the first tool whose parameters the grammar cannot express (`only_strict`:
+    of the tools whose schema is pinned under `auto`, those with `strict: true`)."""
     for i, tool in enumerate(tools):
+        if only_strict and tool.get("function", {}).get("strict") is not True:
+            continue
         found = _problem(parameters(tool))
         if found is not None:
             where, what = found

@@ -36,7 +36,13 @@ from parsers.registry import resolve_tool_parser
 from parsers.routing import ToolChoice
 from parsers.settings import ParserSettings
 from sidecar.prompt import ChatTemplate
-from sidecar.structural import ForcedChoice, TagGrammar, forced_constraint, json_schema
+from sidecar.structural import (
+    ForcedChoice,
+    TagGrammar,
+    forced_constraint,
+    json_schema,
+    strict_auto_tag,
+)
 
 HERE = Path(__file__).resolve().parent
 
@@ -394,3 +400,147 @@ def test_tag(
         for text in case.accept:
             for generation in family.generations:
                 assert _calls(case, text, generation) == case.expected, (version, generation)
+
+
+# -- tool_choice auto with a strict tool ----------------------------------------------------
+
+STRICT_TOOLS = (
+    {
+        "type": "function",
+        "function": {"name": "get_weather", "parameters": WEATHER, "strict": True},
+    },
+    {"type": "function", "function": {"name": "get_time", "parameters": TIME}},
+)
+# A non-strict tool takes any object (a string value: XML-style families keep undeclared
+# parameters as strings)
+LOOSE: Call = ("get_time", {"zone": "mars", "extra": "yes"})
+# Families whose calls start at a trigger of their own (Muse's tool header also starts its
+# reasoning and answers; Gemma 4 has no native tag): docs/sidecar.md
+AUTO_FAMILIES = [f for f in FAMILIES if f.tool_parser not in ("muse", "gemma4")]
+
+
+@dataclass
+class AutoCase:
+    grammar: TagGrammar
+    family: FamilyCase
+    thinking: bool
+    parallel: bool
+    prompt: str
+    tag: Mapping[str, Any] | None
+    accept: dict[str, tuple[str, list[Call]]]  # what -> (text, the calls it holds)
+    reject: dict[str, str]
+    result: dict[str, Any] = field(default_factory=dict)
+
+
+def build_auto_case(
+    grammar: TagGrammar, fam: FamilyCase, thinking: bool, parallel: bool
+) -> AutoCase:
+    found = resolve_tool_parser(fam.tool_parser)
+    template = ChatTemplate.builtin(found.family.key, found.canonical)
+    messages = [{"role": "user", "content": "Weather in Paris?"}]
+    prompt = template.render(messages, [dict(t) for t in STRICT_TOOLS], thinking=thinking)
+    tag = strict_auto_tag(
+        family=found.family,
+        tool_parser=found.canonical,
+        tools=STRICT_TOOLS,
+        parallel=parallel,
+        prompt=prompt,
+        thinking=thinking,
+        choice=ForcedChoice(grammar=grammar),
+    )
+    lead = fam.reasoning if thinking else ""
+    assert fam.write is not None
+
+    def write(calls: list[Call]) -> str:
+        assert fam.write is not None
+        return lead + "Let me look.\n" + fam.write(calls, grammar)
+
+    accept = {
+        "text only": (lead + "It is sunny in Paris.", []),
+        "strict call": (write([W]), [W]),
+        "loose call": (write([LOOSE]), [LOOSE]),
+    }
+    reject = {"strict call broken": write([BROKEN]), "undeclared tool": write([UNDECLARED])}
+    if parallel:
+        accept["two calls"] = (write([W, LOOSE]), [W, LOOSE])
+    else:
+        reject["second call"] = write([W, LOOSE])
+    return AutoCase(grammar, fam, thinking, parallel, prompt, tag, accept, reject)
+
+
+@pytest.fixture(scope="module")
+def auto_checked() -> list[AutoCase]:
+    out: list[AutoCase] = []
+    for python in _pythons():
+        version = _run(python, ["--version"]).strip()
+        grammar = TagGrammar.parse(version, "xgrammar")
+        built = [
+            build_auto_case(grammar, f, t, p)
+            for f in AUTO_FAMILIES
+            for t in THINKING
+            for p in (True, False)
+        ]
+        out.extend(built)
+        cases = [c for c in built if c.tag is not None]
+        payload = [
+            {"tag": c.tag, "texts": [t for t, _ in c.accept.values()] + list(c.reject.values())}
+            for c in cases
+        ]
+        results = json.loads(_run(python, [], json.dumps(payload)))["results"]
+        for case, result in zip(cases, results, strict=True):
+            case.result = result
+        lines = [
+            "",
+            f"tool_choice auto with a strict tool, xgrammar {version} (free text or calls; "
+            "accepted; rejected)",
+            f"{'tool parser':<13}{'parallel':<10}{'thinking':<10}{'compiled':<10}{'accepted':<10}"
+            "rejected",
+        ]
+        for c in cases:
+            got = c.result.get("accepted", [])
+            n = len(c.accept)
+            lines.append(
+                f"{c.family.tool_parser:<13}{str(c.parallel).lower():<10}"
+                f"{'on' if c.thinking else 'off':<10}"
+                f"{'yes' if c.result.get('compiled') else 'NO':<10}"
+                f"{sum(got[:n])}/{n:<8}{sum(not a for a in got[n:])}/{len(c.reject)}"
+            )
+        reports = HERE.parents[1] / ".reports"
+        reports.mkdir(exist_ok=True)
+        (reports / f"structural-tags-auto-{version}.txt").write_text("\n".join(lines) + "\n")
+    return out
+
+
+def auto_tag_for(fam: FamilyCase, grammar: TagGrammar) -> bool:
+    """Whether `auto` with a strict tool gets a tag (docs/sidecar.md): the family's native
+    calls, and for XML argument styles a non-strict tool's any-object arguments (0.2.7)."""
+    xml = fam.tool_parser in ("qwen3_coder", "glm47", "deepseek_v4", "deepseek_v41")
+    return native_for(fam, grammar) and (not xml or grammar.version >= (0, 2, 7))
+
+
+def _auto_calls(case: AutoCase, text: str, generation: int) -> list[Call]:
+    settings = _settings(case.family.tool_parser, generation)
+    facts = RequestFacts(ToolChoice("auto"), STRICT_TOOLS, case.thinking, False, False)
+    message = parse_text(plan_request(settings, facts, case.prompt), text, "stop")
+    return [(c.name, json.loads(c.arguments)) for c in message.tool_calls]
+
+
+@pytest.mark.parametrize("family", AUTO_FAMILIES, ids=[f.tool_parser for f in AUTO_FAMILIES])
+def test_auto_with_a_strict_tool(auto_checked: list[AutoCase], family: FamilyCase) -> None:
+    cases = [c for c in auto_checked if c.family is family]
+    assert cases
+    for case in cases:
+        where = (".".join(map(str, case.grammar.version)), case.thinking, case.parallel)
+        if not auto_tag_for(family, case.grammar):
+            assert case.tag is None, where
+            continue
+        assert case.tag is not None, where
+        assert case.result["compiled"], (where, case.result["error"])
+        got = case.result["accepted"]
+        n = len(case.accept)
+        assert got[:n] == [True] * n, (where, list(case.accept), got[:n])
+        wrongly = [w for w, ok in zip(case.reject, got[n:], strict=True) if ok]
+        assert not wrongly, (where, wrongly)
+        for text, calls in case.accept.values():
+            for generation in family.generations:
+                assert _auto_calls(case, text, generation) == calls, (where, generation, text)

@@ -21,6 +21,7 @@ from sidecar.structural import (
     TagGrammar,
     forced_constraint,
     reasoning_start,
+    strict_auto_tag,
 )
 from sidecar.toolschema import check_tools, resolve_pointer, standalone
 
@@ -233,3 +234,51 @@ def test_settings() -> None:
     for bad in ("latest", "0.1.24", "1"):
         with pytest.raises(ConfigError, match="--structural-tag-grammar"):
             sidecar("--structural-tag-grammar", bad)
+
+
+def auto_tag(tool_parser: str, tools: tuple[dict[str, Any], ...], **kw: Any) -> Any:
+    found = resolve_tool_parser(tool_parser)
+    return strict_auto_tag(
+        family=found.family,
+        tool_parser=found.canonical,
+        tools=tools,
+        parallel=True,
+        prompt=prompt_for(tool_parser, False),
+        thinking=False,
+        choice=kw.get("choice", ForcedChoice()),
+    )
+
+
+def test_auto_is_constrained_only_with_a_strict_tool() -> None:
+    strict = {**TOOLS[0], "function": {**TOOLS[0]["function"], "strict": True}}
+    loose = tool("free", {"type": "object", "properties": {"q": {"type": "string"}}})
+    assert auto_tag("hermes", (TOOLS[0],)) is None  # nothing strict: nothing constrained
+    tag = auto_tag("hermes", (strict, loose))
+    assert tag is not None
+    block = tag["format"]
+    assert block["type"] == "triggered_tags" and block["triggers"] == ["<tool_call>"]
+    strict_args, loose_args = (t["content"]["json_schema"] for t in block["tags"])
+    assert strict_args == TIME and loose_args == {"type": "object"}
+    assert "at_least_one" not in block  # free text stays allowed
+    assert auto_tag("hermes", (strict,), choice=ForcedChoice("guided-json")) is None
+    assert auto_tag("muse", (strict,)) is None  # its tool header starts every message
+    assert auto_tag("gemma4", (strict,)) is None
+    # XML argument styles take the loose tool's any-object only from xgrammar 0.2.7
+    old = ForcedChoice(grammar=TagGrammar((0, 2, 0)))
+    assert auto_tag("qwen3_coder", (strict, loose), choice=old) is None
+    assert auto_tag("qwen3_coder", (strict,), choice=old) is not None
+
+
+def test_auto_with_a_strict_tool_through_the_sidecar() -> None:
+    app = sidecar("--tool-call-parser", "hermes", "--reasoning-parser", "qwen3")
+    strict = {**TOOLS[0], "function": {**TOOLS[0]["function"], "strict": True}}
+    body = {"messages": [{"role": "user", "content": "x"}], "tools": [strict]}
+    _, plan, request = app.prepare(json.dumps(body).encode())
+    assert plan.tool_mode == "auto" and plan.route == "legacy_jail"  # the route is unchanged
+    assert request.structural_tag is not None and request.guided_json is None
+    # a strict tool the grammar cannot express is refused; a loose one is not looked at
+    bad = tool("bad", {"type": "object", "properties": {"q": {"$ref": "#/nope"}}})
+    app.prepare(json.dumps({**body, "tools": [strict, bad]}).encode())
+    bad_strict = {**bad, "function": {**bad["function"], "strict": True}}
+    with pytest.raises(APIError, match="'bad'"):
+        app.prepare(json.dumps({**body, "tools": [strict, bad_strict]}).encode())
