@@ -280,7 +280,11 @@ def test_forced_tool_choice_asks_for_the_family_tag(deployment: Deployment) -> N
                 {
                     "type": "tag",
                     "begin": '<tool_call>\n{"name": "get_weather", "arguments": ',
-                    "content": {"type": "json_schema", "json_schema": schema},
+                    "content": {
+                        "type": "json_schema",
+                        "json_schema": schema,
+                        "max_whitespace_cnt": 4,  # xgrammar 0.2.8, the default
+                    },
                     "end": "}\n</tool_call>",
                 },
             ],
