@@ -44,8 +44,7 @@ from sidecar.metrics import Metrics
 from sidecar.parsing import parse_whole, parser_for
 from sidecar.prompt import ChatTemplate
 from sidecar.request import ChatRequest, read_chat_request
-from sidecar.structural import Constraint, forced_constraint, strict_auto_tag
-from sidecar.toolschema import check_tools
+from sidecar.structural import constraint_for
 
 log = logging.getLogger("sidecar")
 ROUTE_HEADER = "x-parser-route"
@@ -127,34 +126,16 @@ class Sidecar:
             asked=asked,
         )
         plan = plan_request(settings, facts, prompt)
-        if plan.tool_mode in ("required", "named"):
-            check_tools(plan.tools)  # what the grammar cannot express is the client's 400
-            constraint = forced_constraint(
-                family=family_by_key(settings.family),
-                tool_parser=settings.tool_parser,
-                tools=plan.tools,
-                named=plan.named_tool if plan.tool_mode == "named" else None,
-                parallel=chat.parallel_tool_calls,
-                prompt=prompt,
-                thinking=thinking,
-                choice=self.config.forced_choice,
-            )
-        else:
-            guided = guided_schema(plan, fmt, chat.parallel_tool_calls)
-            tag = chat.structural_tag if guided is None else None
-            if tag is None and guided is None and plan.tool_mode == "auto" and plan.parse_tools:
-                tag = strict_auto_tag(
-                    family=family_by_key(settings.family),
-                    tool_parser=settings.tool_parser,
-                    tools=plan.tools,
-                    parallel=chat.parallel_tool_calls,
-                    prompt=prompt,
-                    thinking=thinking,
-                    choice=self.config.forced_choice,
-                )
-                if tag is not None:
-                    check_tools(plan.tools, only_strict=True)
-            constraint = Constraint(guided, tag)
+        constraint = constraint_for(
+            plan,
+            family_by_key(settings.family),
+            guided_schema(plan, fmt, chat.parallel_tool_calls),
+            chat.structural_tag,
+            parallel=chat.parallel_tool_calls,
+            prompt=prompt,
+            thinking=thinking,
+            choice=self.config.forced_choice,
+        )
         engine_request = EngineRequest(
             model=self.config.model,
             prompt=prompt,

@@ -27,11 +27,12 @@ from typing import Any, Literal
 
 from parsers.errors import ConfigError
 from parsers.family import Family
+from parsers.plan import ParsePlan
 from parsers.policy import prefill_state
 from parsers.schema import is_string_type, schema_types
 from sidecar.errors import APIError
 from sidecar.guided import named_schema, required_schema
-from sidecar.toolschema import ANY_OBJECT, parameters, standalone, tool_name
+from sidecar.toolschema import ANY_OBJECT, check_tools, parameters, standalone, tool_name
 
 Format = dict[str, Any]
 Start = Literal["open", "opener", "none"]
@@ -481,3 +482,48 @@ def strict_auto_tag(
         block["stop_after_first"] = True
     fmt = sequence(*_prefix(family, prompt, thinking), block)
     return {"type": "structural_tag", "format": fmt}
+
+
+def constraint_for(
+    plan: ParsePlan,
+    family: Family | None,
+    guided: Mapping[str, Any] | None,
+    client_tag: Mapping[str, Any] | None,
+    *,
+    parallel: bool,
+    prompt: str,
+    thinking: bool,
+    choice: ForcedChoice,
+) -> Constraint:
+    """The one constraint of a request: a forced choice's own; else the guided JSON of a JSON
+    `response_format` (`guided`), the client's structural tag, or under `auto` the strict
+    tools' tag. A tool schema the grammar would have to hold but cannot is a 400."""
+    tools, parser = plan.tools, plan.tool_parser
+    if plan.tool_mode in ("required", "named"):
+        check_tools(tools)
+        return forced_constraint(
+            family=family,
+            tool_parser=parser,
+            tools=tools,
+            named=plan.named_tool if plan.tool_mode == "named" else None,
+            parallel=parallel,
+            prompt=prompt,
+            thinking=thinking,
+            choice=choice,
+        )
+    if guided is not None or client_tag is not None:
+        return Constraint(guided, client_tag if guided is None else None)
+    if plan.tool_mode != "auto" or not plan.parse_tools:
+        return Constraint()
+    tag = strict_auto_tag(
+        family=family,
+        tool_parser=parser,
+        tools=tools,
+        parallel=parallel,
+        prompt=prompt,
+        thinking=thinking,
+        choice=choice,
+    )
+    if tag is not None:
+        check_tools(tools, only_strict=True)
+    return Constraint(structural_tag=tag)
