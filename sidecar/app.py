@@ -21,6 +21,7 @@ from parsers.api import StreamParser
 from parsers.errors import InvalidRequest
 from parsers.plan import ParsePlan
 from parsers.policy import RequestFacts, asked_thinking, default_thinking, plan_request
+from parsers.settings import family_by_key
 from sidecar import sse
 from sidecar.asgi import (
     SSE_TYPE,
@@ -43,6 +44,7 @@ from sidecar.metrics import Metrics
 from sidecar.parsing import parse_whole, parser_for
 from sidecar.prompt import ChatTemplate
 from sidecar.request import ChatRequest, read_chat_request
+from sidecar.structural import constraint_for
 
 log = logging.getLogger("sidecar")
 ROUTE_HEADER = "x-parser-route"
@@ -129,14 +131,23 @@ class Sidecar:
             asked=asked,
         )
         plan = plan_request(settings, facts, prompt)
-        guided = guided_schema(plan, fmt, chat.parallel_tool_calls)
+        constraint = constraint_for(
+            plan,
+            family_by_key(settings.family),
+            guided_schema(plan, fmt, chat.parallel_tool_calls),
+            chat.structural_tag,
+            parallel=chat.parallel_tool_calls,
+            prompt=prompt,
+            thinking=thinking,
+            choice=self.config.forced_choice,
+        )
         engine_request = EngineRequest(
             model=self.config.model,
             prompt=prompt,
             sampling=chat.sampling,
             stream=chat.stream,
-            guided_json=guided,
-            structural_tag=chat.structural_tag if guided is None else None,
+            guided_json=constraint.guided_json,
+            structural_tag=constraint.structural_tag,
         )
         return chat, plan, engine_request
 

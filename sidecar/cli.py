@@ -30,6 +30,7 @@ from sidecar.engines.sglang import SGLangAdapter
 from sidecar.engines.vllm import VLLMAdapter
 from sidecar.model_folder import ModelFolder, ModelFolderError, load_model_folder
 from sidecar.prompt import ChatTemplate, TemplateError, check_template
+from sidecar.structural import DEFAULT_GRAMMAR, ForcedChoice, ForcedMode, TagGrammar
 
 EXIT_CONFIG = 2
 API_KEY_VAR = "SIDECAR_API_KEY"
@@ -167,6 +168,22 @@ def _parser(engine: str | None) -> argparse.ArgumentParser:
         "instead of `structured_outputs`",
     )
     p.add_argument(
+        "--forced-tool-choice",
+        choices=("structural-tag", "guided-json"),
+        default=None,
+        help="how tool_choice required / named is constrained: a structural tag in the "
+        "family's own call syntax (default), or the guided-JSON call array (engines without "
+        "structural tags; the default with --vllm-guided-json); see docs/sidecar.md",
+    )
+    p.add_argument(
+        "--structural-tag-grammar",
+        default=".".join(map(str, DEFAULT_GRAMMAR)),
+        metavar="XGRAMMAR_VERSION",
+        help="the engine's xgrammar version: the tags use only what it accepts (default "
+        f"{'.'.join(map(str, DEFAULT_GRAMMAR))}, vLLM 0.32; vLLM 0.11.x and TensorRT-LLM "
+        "pinning xgrammar 0.1.25: 0.1.25)",
+    )
+    p.add_argument(
         "--sglang-output",
         choices=("auto", "cumulative", "incremental"),
         default="auto",
@@ -227,6 +244,12 @@ def configure(
     # the tool parser as named: an alias may pick its own model generation's template
     named = normalize(args.tool_call_parser) if args.tool_call_parser else None
     template = choose_template(args, settings.family, named or settings.tool_parser)
+    mode: ForcedMode = args.forced_tool_choice or (
+        "guided-json" if engine == "vllm" and args.vllm_guided_json else "structural-tag"
+    )
+    forced = ForcedChoice(
+        mode, TagGrammar.parse(args.structural_tag_grammar, "--structural-tag-grammar")
+    )
     config = SidecarConfig(
         engine=engine,
         engine_url=args.engine_url,
@@ -238,6 +261,7 @@ def configure(
         api_key=api_key,
         engine_api_key=engine_api_key,
         engine_ca_bundle=ca_bundle,
+        forced_choice=forced,
     )
     return config, make_adapter(engine, args), template
 
@@ -333,7 +357,8 @@ def main(
         f"tool_parser={s.tool_parser} reasoning_parser={s.reasoning_parser} "
         f"parser_version={s.version} template={template.describe()} "
         f"served_model_names={','.join(config.served_names)} "
-        f"api_key={'set' if config.api_key else 'none'}"
+        f"api_key={'set' if config.api_key else 'none'} "
+        f"forced_tool_choice={config.forced_choice.describe()}"
     )
     # A template failing on the sample conversation is served (a request it fails on is a
     # 400 naming its message), with a warning naming the failure.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from parsers.settings import ParserSettings
+from sidecar.structural import ForcedChoice
 
 DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
 DEFAULT_HEAD_TIMEOUT = 5.0  # seconds for a request's head, from its first byte
@@ -31,6 +32,9 @@ class SidecarConfig:
     api_key: str | None = None  # bearer token clients must send on /v1/*
     engine_api_key: str | None = None  # bearer token sent to the engine
     engine_ca_bundle: str | None = None  # CA certificates trusted for an https engine
+    # How forced tool choices are constrained: structural tag (and for which grammar
+    # version) or guided JSON (docs/sidecar.md, "Forced tool choices").
+    forced_choice: ForcedChoice = field(default_factory=ForcedChoice)
 
     @property
     def served_names(self) -> tuple[str, ...]:

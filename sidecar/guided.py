@@ -18,59 +18,15 @@ from typing import Any
 
 from parsers.plan import ParsePlan
 from sidecar.request import ResponseFormat
-
-_ANY_OBJECT: dict[str, Any] = {"type": "object"}
-
-
-# Keywords whose values are data, not schemas: a `$ref` key inside them is not a reference.
-_DATA_KEYWORDS = frozenset(("enum", "const", "default", "examples"))
-
-
-def _parameters(tool: Mapping[str, Any]) -> Mapping[str, Any]:
-    params = tool.get("function", {}).get("parameters")
-    return params if isinstance(params, Mapping) and params else _ANY_OBJECT
-
-
-def _has_local_ref(value: Any) -> bool:
-    if isinstance(value, Mapping):
-        ref = value.get("$ref")
-        if isinstance(ref, str) and ref.startswith("#"):
-            return True
-        return any(_has_local_ref(v) for k, v in value.items() if k not in _DATA_KEYWORDS)
-    if isinstance(value, list):
-        return any(_has_local_ref(v) for v in value)
-    return False
-
-
-def rebase_refs(value: Any, base: str) -> Any:
-    """`value` with every local `$ref` ("#..." ) moved under the JSON pointer `base`:
-    `#/$defs/Unit` -> `{base}/$defs/Unit`, `#` -> `base`. Request validation bounds the
-    nesting (64 levels), so the recursion is bounded too."""
-    if isinstance(value, Mapping):
-        out: dict[str, Any] = {}
-        for key, item in value.items():
-            if key == "$ref" and isinstance(item, str) and item.startswith("#"):
-                out[key] = base + item[1:]
-            elif key in _DATA_KEYWORDS:
-                out[key] = item
-            else:
-                out[key] = rebase_refs(item, base)
-        return out
-    if isinstance(value, list):
-        return [rebase_refs(item, base) for item in value]
-    return value
-
-
-def _name(tool: Mapping[str, Any]) -> str:
-    return str(tool.get("function", {}).get("name"))
+from sidecar.toolschema import ANY_OBJECT, has_local_ref, parameters, rebase_refs, tool_name
 
 
 def required_schema(tools: tuple[Mapping[str, Any], ...], parallel: bool = True) -> dict[str, Any]:
     defs: dict[str, Any] = {}
     branches = []
     for i, tool in enumerate(tools):
-        params = _parameters(tool)
-        if _has_local_ref(params):
+        params = parameters(tool)
+        if has_local_ref(params):
             key = f"tool{i}"
             defs[key] = rebase_refs(params, f"#/$defs/{key}")
             params = {"$ref": f"#/$defs/{key}"}
@@ -78,7 +34,7 @@ def required_schema(tools: tuple[Mapping[str, Any], ...], parallel: bool = True)
             {
                 "type": "object",
                 "properties": {
-                    "name": {"type": "string", "enum": [_name(tool)]},
+                    "name": {"type": "string", "enum": [tool_name(tool)]},
                     "parameters": params,
                 },
                 "required": ["name", "parameters"],
@@ -94,9 +50,9 @@ def required_schema(tools: tuple[Mapping[str, Any], ...], parallel: bool = True)
 
 def named_schema(tools: tuple[Mapping[str, Any], ...], name: str) -> dict[str, Any]:
     for tool in tools:
-        if _name(tool) == name:
-            return dict(_parameters(tool))
-    return dict(_ANY_OBJECT)  # unreachable: the policy rejected undeclared names
+        if tool_name(tool) == name:
+            return dict(parameters(tool))
+    return dict(ANY_OBJECT)  # unreachable: the policy rejected undeclared names
 
 
 def guided_schema(

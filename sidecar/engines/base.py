@@ -200,8 +200,12 @@ class CompletionsAdapter(EngineAdapter):
         """The engine's own request field(s) asking for output that follows `schema`."""
 
     def structural_tag_fields(self, tag: Mapping[str, Any]) -> dict[str, Any]:
-        """The engine's own request field(s) asking for output that follows a structural tag
-        (`response_format: {"type": "structural_tag", ...}`, as vLLM and trtllm-serve take)."""
+        """The engine's own request field(s) asking for output that follows a structural tag.
+        trtllm-serve takes `response_format: {"type": "structural_tag", "format": ...}` with
+        nothing else in it (its models forbid unknown fields); a tag in the legacy
+        `structures`/`triggers` spelling goes as written."""
+        if "format" in tag:
+            return {"response_format": {"type": "structural_tag", "format": tag["format"]}}
         return {"response_format": {**tag, "type": "structural_tag"}}
 
     def decoder(self) -> StreamDecoder:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -19,3 +20,12 @@ class VLLMAdapter(CompletionsAdapter):
         if self.legacy_guided_json:
             return {"guided_json": schema}
         return {"structured_outputs": {"json": schema}}
+
+    def structural_tag_fields(self, tag: Mapping[str, Any]) -> dict[str, Any]:
+        # `structured_outputs.structural_tag` is a JSON string (vLLM >= 0.11.1). vLLM 0.11.0
+        # silently ignores a structural tag in `response_format` on /v1/completions; older
+        # releases (`legacy_guided_json`) keep the field they had.
+        if self.legacy_guided_json:
+            return super().structural_tag_fields(tag)
+        text = json.dumps({**tag, "type": "structural_tag"}, ensure_ascii=False)
+        return {"structured_outputs": {"structural_tag": text}}

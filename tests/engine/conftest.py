@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,10 +25,13 @@ from engine_harness import (
 HERE = Path(__file__).resolve().parent
 OPT_IN = "SIDECAR_FORGE_ENGINE_TESTS"
 _RESULTS = pytest.StashKey[dict[tuple[str, str], str]]()
+_STARTED = pytest.StashKey[float]()
+REPORTS = HERE.parents[1] / ".reports"
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.stash[_RESULTS] = {}
+    config.stash[_STARTED] = time.time()
 
 
 def _mine(item: pytest.Item) -> bool:
@@ -66,6 +70,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    # The structural-tag tables this run wrote (test_structural_tags.py), one per xgrammar
+    started = terminalreporter.config.stash[_STARTED]
+    for table in sorted(REPORTS.glob("structural-tags-*.txt")):
+        if table.stat().st_mtime >= started:
+            for line in table.read_text().splitlines():
+                terminalreporter.write_line(line)
     results = terminalreporter.config.stash[_RESULTS]
     if not results:
         return

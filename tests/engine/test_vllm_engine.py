@@ -25,8 +25,12 @@ from engine_harness import (
     start_sidecar,
 )
 
+from parsers.api import parse_text
+from parsers.plan import ParsePlan
 from sidecar.app import Sidecar
 from sidecar.cli import _parser, configure
+from sidecar.engines.base import EngineRequest
+from sidecar.engines.vllm import VLLMAdapter
 
 # The route each parser mode serves a Qwen3 Hermes deployment with (docs/parser-selection.md).
 ROUTES = {"unset": "legacy_jail", "v1": "legacy_jail", "v2": "parser_v2"}
@@ -65,6 +69,9 @@ def tool(name: str, parameters: dict[str, Any]) -> dict[str, Any]:
 
 
 TOOLS = [tool("get_weather", WEATHER), tool("get_time", TIME)]
+# Thinking off for forced choices: their structural tag otherwise begins with the reasoning
+# block, which a random model never ends.
+OFF: dict[str, Any] = {"extra_body": {"chat_template_kwargs": {"enable_thinking": False}}}
 
 
 def client(url: str) -> openai.OpenAI:
@@ -148,6 +155,11 @@ def test_max_tokens_is_length(sidecar: str, mode: str) -> None:
 
 def rendered_prompt(mode: str, body: dict[str, Any]) -> str:
     """The prompt the sidecar sends for `body`, rendered by the sidecar's own code."""
+    return prepared(mode, body)[1].prompt
+
+
+def prepared(mode: str, body: dict[str, Any]) -> tuple[ParsePlan, EngineRequest]:
+    """The plan and engine request the sidecar of `mode` makes of `body` (its own code)."""
     args = _parser("vllm").parse_args(
         [
             "--engine-url",
@@ -163,8 +175,8 @@ def rendered_prompt(mode: str, body: dict[str, Any]) -> str:
     value = PARSER_MODES[mode]
     environ = {} if value is None else {"DYN_PARSER_VERSION": value}
     config, adapter, template = configure("vllm", args, environ)
-    _, _, request = Sidecar(config, adapter, template).prepare(json.dumps(body).encode())
-    return request.prompt
+    _, plan, request = Sidecar(config, adapter, template).prepare(json.dumps(body).encode())
+    return plan, request
 
 
 def test_usage_equals_vllm_tokenize(sidecar: str, mode: str, vllm: str) -> None:
@@ -240,7 +252,9 @@ def test_tool_choice_auto(sidecar: str, mode: str) -> None:
 
 
 def test_tool_choice_required(sidecar: str, mode: str) -> None:
-    whole = chat(sidecar, mode, messages=USER, tools=TOOLS, tool_choice="required", max_tokens=300)
+    whole = chat(
+        sidecar, mode, messages=USER, tools=TOOLS, tool_choice="required", max_tokens=300, **OFF
+    )
     calls = whole.choices[0].message.tool_calls
     assert calls, whole.choices[0]
     complete = calls
@@ -253,7 +267,7 @@ def test_tool_choice_required(sidecar: str, mode: str) -> None:
     for c in complete:
         check_call(c.function.name, c.function.arguments)
     parts = streamed(
-        sidecar, mode, messages=USER, tools=TOOLS, tool_choice="required", max_tokens=300
+        sidecar, mode, messages=USER, tools=TOOLS, tool_choice="required", max_tokens=300, **OFF
     )
     assert [(c["name"], c["arguments"]) for c in parts["calls"].values()] == [
         (c.function.name, c.function.arguments) for c in calls
@@ -263,11 +277,15 @@ def test_tool_choice_required(sidecar: str, mode: str) -> None:
 
 def test_tool_choice_named(sidecar: str, mode: str) -> None:
     named = {"type": "function", "function": {"name": "get_weather"}}
-    whole = chat(sidecar, mode, messages=USER, tools=TOOLS, tool_choice=named, max_tokens=100)
+    whole = chat(
+        sidecar, mode, messages=USER, tools=TOOLS, tool_choice=named, max_tokens=100, **OFF
+    )
     (call,) = whole.choices[0].message.tool_calls
     assert call.function.name == "get_weather"
     check_weather(call.function.arguments)
-    parts = streamed(sidecar, mode, messages=USER, tools=TOOLS, tool_choice=named, max_tokens=100)
+    parts = streamed(
+        sidecar, mode, messages=USER, tools=TOOLS, tool_choice=named, max_tokens=100, **OFF
+    )
     assert [c["name"] for c in parts["calls"].values()] == ["get_weather"]
     assert json.loads(parts["calls"][0]["arguments"]) == json.loads(call.function.arguments)
 
@@ -283,6 +301,7 @@ def test_parallel_tool_calls_false(sidecar: str, mode: str) -> None:
             tool_choice=choice,
             parallel_tool_calls=False,
             max_tokens=300,
+            **OFF,
         )
         assert len(whole.choices[0].message.tool_calls) == 1
         parts = streamed(
@@ -293,6 +312,7 @@ def test_parallel_tool_calls_false(sidecar: str, mode: str) -> None:
             tool_choice=choice,
             parallel_tool_calls=False,
             max_tokens=300,
+            **OFF,
         )
         assert len(parts["calls"]) == 1
     # A model writing two calls under `auto`: the answer carries the first only.
@@ -311,7 +331,9 @@ def test_defs_ref_schemas(sidecar: str, mode: str) -> None:
     tools = [tool("get_weather", PYDANTIC), tool("get_time", TIME)]
     named = {"type": "function", "function": {"name": "get_weather"}}
     for choice in ("required", named):
-        whole = chat(sidecar, mode, messages=USER, tools=tools, tool_choice=choice, max_tokens=200)
+        whole = chat(
+            sidecar, mode, messages=USER, tools=tools, tool_choice=choice, max_tokens=200, **OFF
+        )
         calls = whole.choices[0].message.tool_calls
         assert calls, whole.choices[0]
         for c in calls:
@@ -323,6 +345,63 @@ def test_defs_ref_schemas(sidecar: str, mode: str) -> None:
     answer = chat(sidecar, mode, messages=USER, response_format=fmt, max_tokens=100)
     value = json.loads(answer.choices[0].message.content)
     assert value["unit"] in ("celsius", "fahrenheit")
+
+
+@pytest.mark.parametrize("choice", ["required", "named", "parallel_false", "defs"])
+def test_forced_choice_is_a_native_tag(mode: str, vllm: str, choice: str) -> None:
+    """The structural tag the sidecar builds, sent by its own vLLM adapter to the real vLLM:
+    the model writes Hermes calls (the family's own syntax, not a JSON array), which the
+    sidecar's parser reads as the forced call(s), valid for their schemas."""
+    tools = [tool("get_weather", PYDANTIC if choice == "defs" else WEATHER), tool("get_time", TIME)]
+    named = {"type": "function", "function": {"name": "get_weather"}}
+    body: dict[str, Any] = {
+        "messages": USER,
+        "tools": tools,
+        "tool_choice": named if choice in ("named", "defs") else "required",
+        "parallel_tool_calls": choice != "parallel_false",
+        "max_tokens": 200,
+        "temperature": 0,
+        "chat_template_kwargs": {"enable_thinking": False},
+    }
+    plan, request = prepared(mode, body)
+    assert request.guided_json is None
+    assert request.structural_tag is not None
+    sent = VLLMAdapter().build_body(request)
+    assert isinstance(sent["structured_outputs"]["structural_tag"], str)
+    status, answer = post_json(f"{vllm}/v1/completions", {**sent, "model": MODEL_NAME})
+    assert status == 200, answer
+    text = answer["choices"][0]["text"]
+    assert text.startswith('<tool_call>\n{"name": "get_'), text
+    calls = parse_text(plan, text, answer["choices"][0]["finish_reason"]).tool_calls
+    if choice == "required" and answer["choices"][0]["finish_reason"] == "length":
+        calls = calls[:-1]  # a random model may add calls up to max_tokens
+    assert calls, text
+    if choice != "required":
+        assert len(calls) == 1
+        assert answer["choices"][0]["finish_reason"] == "stop"
+    if choice in ("named", "defs"):
+        assert calls[0].name == "get_weather"
+    for c in calls:
+        if choice == "defs" and c.name == "get_weather":
+            args = json.loads(c.arguments)
+            assert set(args) == {"city", "unit"} and args["unit"] in ("celsius", "fahrenheit")
+        else:
+            check_call(c.name, c.arguments)
+
+
+def test_forced_choice_guided_json_fallback(vllm: str, logs: Any) -> None:
+    """`--forced-tool-choice guided-json`: the call array, as for engines without tags."""
+    process, url = start_sidecar(
+        vllm, None, logs, "sidecar-guided-json", extra=("--forced-tool-choice", "guided-json")
+    )
+    try:
+        named = {"type": "function", "function": {"name": "get_weather"}}
+        whole = chat(url, "unset", messages=USER, tools=TOOLS, tool_choice=named, max_tokens=100)
+        (call,) = whole.choices[0].message.tool_calls
+        assert call.function.name == "get_weather"
+        check_weather(call.function.arguments)
+    finally:
+        process.stop()
 
 
 def test_response_format(sidecar: str, mode: str) -> None:

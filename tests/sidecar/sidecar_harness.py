@@ -14,6 +14,7 @@ from sidecar.engines.sglang import SGLangAdapter
 from sidecar.fake_engine import FakeEngine, RunningServer, serve_in_thread
 from sidecar.prompt import ChatTemplate
 from sidecar.server import DEFAULT_FRONT, server_options
+from sidecar.structural import ForcedChoice
 
 KINDS = ("vllm", "sglang", "trtllm")
 MODEL = "fake-model"
@@ -36,10 +37,19 @@ class Deployment:
         environ: Mapping[str, str] | None = None,
         timeout: float = 30.0,
         max_body_bytes: int = 1 << 20,
+        forced: ForcedChoice | None = None,
     ) -> str:
         """Base URL of a sidecar with this configuration (started on first use)."""
         env = dict(environ or {})
-        key = (tool_parser, reasoning_parser, tuple(sorted(env.items())), timeout, max_body_bytes)
+        forced = forced or ForcedChoice()
+        key = (
+            tool_parser,
+            reasoning_parser,
+            tuple(sorted(env.items())),
+            timeout,
+            max_body_bytes,
+            forced,
+        )
         if key not in self.sidecars:
             settings = load_settings(
                 env, tool_parser=tool_parser, reasoning_parser=reasoning_parser
@@ -51,6 +61,7 @@ class Deployment:
                 settings=settings,
                 max_body_bytes=max_body_bytes,
                 timeouts=Timeouts(read=timeout, connect=2.0, health=1.0),
+                forced_choice=forced,
             )
             template = ChatTemplate.builtin(settings.family, settings.tool_parser)
             app = build_app(config, adapter_for(self.kind), template)

@@ -23,6 +23,7 @@ from sidecar.app import build_app
 from sidecar.config import SidecarConfig, Timeouts
 from sidecar.fake_engine import Script
 from sidecar.prompt import ChatTemplate
+from sidecar.structural import ForcedChoice
 
 pytestmark = pytest.mark.parser_mode_independent(
     reason="each sidecar is configured with an explicit DYN_PARSER_VERSION"
@@ -229,13 +230,14 @@ def test_oversized_bodies_are_refused(deployment: Deployment) -> None:
     assert client(url).chat.completions.create(model=MODEL, messages=USER).choices
 
 
-def test_forced_tool_choice_asks_for_guided_json(deployment: Deployment) -> None:
-    url = deployment.sidecar("hermes", "qwen3")
+def test_forced_tool_choice_asks_for_guided_json_when_set(deployment: Deployment) -> None:
+    url = deployment.sidecar("hermes", "qwen3", forced=ForcedChoice("guided-json"))
     messages = script(deployment, "guided", text='{"location": "Paris"}')
     named = {"type": "function", "function": {"name": "get_weather"}}
-    client(url).chat.completions.create(
+    reply = client(url).chat.completions.create(
         model=MODEL, messages=messages, tools=TOOLS, tool_choice=named
     )
+    assert reply.choices[0].message.tool_calls[0].function.name == "get_weather"
     sent = deployment.engine.requests[-1]
     schema = TOOLS[0]["function"]["parameters"]
     if deployment.kind == "vllm":
@@ -244,6 +246,60 @@ def test_forced_tool_choice_asks_for_guided_json(deployment: Deployment) -> None
         assert json.loads(sent["sampling_params"]["json_schema"]) == schema
     else:
         assert sent["response_format"] == {"type": "json", "schema": schema}
+
+
+def test_forced_tool_choice_asks_for_the_family_tag(deployment: Deployment) -> None:
+    """By default a forced choice is a structural tag in the family's call syntax, behind
+    the reasoning the prompt asks for (Qwen3 thinking on, the opener not prefilled), in each
+    engine's own request field."""
+    url = deployment.sidecar("hermes", "qwen3")
+    native = (
+        "<think>ok</think>\n\n<tool_call>\n"
+        '{"name": "get_weather", "arguments": {"location": "Paris"}}\n</tool_call>'
+    )
+    messages = script(deployment, "tagged", text=native)
+    named = {"type": "function", "function": {"name": "get_weather"}}
+    reply = client(url).chat.completions.create(
+        model=MODEL, messages=messages, tools=TOOLS, tool_choice=named
+    )
+    call = reply.choices[0].message.tool_calls[0].function
+    assert (call.name, json.loads(call.arguments)) == ("get_weather", {"location": "Paris"})
+    schema = TOOLS[0]["function"]["parameters"]
+    expected = {
+        "type": "structural_tag",
+        "format": {
+            "type": "sequence",
+            "elements": [
+                {
+                    "type": "tag",
+                    "begin": "<think>",
+                    "content": {"type": "any_text"},
+                    "end": "</think>",
+                },
+                {"type": "const_string", "value": "\n\n"},
+                {
+                    "type": "tag",
+                    "begin": '<tool_call>\n{"name": "get_weather", "arguments": ',
+                    "content": {
+                        "type": "json_schema",
+                        "json_schema": schema,
+                        "max_whitespace_cnt": 4,  # xgrammar 0.2.8, the default
+                    },
+                    "end": "}\n</tool_call>",
+                },
+            ],
+        },
+    }
+    sent = deployment.engine.requests[-1]
+    if deployment.kind == "vllm":
+        assert set(sent["structured_outputs"]) == {"structural_tag"}
+        assert json.loads(sent["structured_outputs"]["structural_tag"]) == expected
+        assert "response_format" not in sent
+    elif deployment.kind == "sglang":
+        assert json.loads(sent["sampling_params"]["structural_tag"]) == expected
+        assert "json_schema" not in sent["sampling_params"]
+    else:
+        assert sent["response_format"] == {"type": "structural_tag", "format": expected["format"]}
 
 
 # -- engine faults ----------------------------------------------------------------------
@@ -474,6 +530,9 @@ def test_structural_tag_requests_take_v1_and_reach_the_engine(
     sent = deployment.engine.requests[-2]
     if deployment.kind == "sglang":
         assert json.loads(sent["sampling_params"]["structural_tag"]) == TAG
+    elif deployment.kind == "vllm":  # a JSON string (vLLM 0.11.0 ignores response_format's)
+        assert json.loads(sent["structured_outputs"]["structural_tag"]) == TAG
+        assert "response_format" not in sent
     else:
         assert sent["response_format"] == TAG
 
