@@ -77,7 +77,7 @@ def formats(value: Any) -> Iterator[Mapping[str, Any]]:
 STARTS = {
     ("hermes", True): "opener",  # Qwen3's template opens nothing: the model writes <think>
     ("hermes", False): "none",  # <think>\n\n</think> rendered
-    ("glm47", True): "opener",
+    ("glm47", True): "open",  # GLM-4.7's template prefills <think>
     ("glm47", False): "none",
     ("deepseek_v4", True): "open",  # the prompt ends with <think>
     ("deepseek_v4", False): "none",
