@@ -106,6 +106,7 @@ class _Compiled:
     sha256: str
     fast: bool
     globals: dict[str, Any]
+    developer: bool  # the template names the `developer` role (else it becomes `system`)
 
 
 def _compile(source: str, name: str) -> _Compiled:
@@ -126,6 +127,7 @@ def _compile(source: str, name: str) -> _Compiled:
         sha256=hashlib.sha256(source.encode("utf-8")).hexdigest(),
         fast=jinja_internals_usable(template),
         globals=dict(template.globals),
+        developer='"developer"' in source or "'developer'" in source,
     )
 
 
@@ -225,6 +227,8 @@ class ChatTemplate:
         compiled = self._select(tools is not None)
         if compiled.content_format == "openai":
             messages = _as_parts(messages, parts)
+        if not compiled.developer and any(m.get("role") == "developer" for m in messages):
+            messages = _developer_as_system(messages)
         kwargs = request_variables(
             template_kwargs, reasoning_effort=reasoning_effort, thinking=thinking
         )
@@ -250,6 +254,33 @@ class ChatTemplate:
         context["documents"] = documents
         context["add_generation_prompt"] = True
         return _render(compiled, context)
+
+
+def _developer_as_system(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """vLLM's rule for a template that never names the `developer` role: developer messages
+    become `system` (without their `tools`), and when that leaves a system message after the
+    first position, or more than one, every non-empty system text (text parts `"\n"` apart) is
+    merged, `"\n\n"` apart, into one message at the start, its content a string."""
+    converted = [
+        {k: v for k, v in m.items() if k != "tools"} | {"role": "system"}
+        if m.get("role") == "developer"
+        else m
+        for m in messages
+    ]
+    system = [i for i, m in enumerate(converted) if m.get("role") == "system"]
+    if not system or system == [0]:
+        return converted
+    texts = []
+    for i in system:
+        content = converted[i].get("content")
+        if isinstance(content, list):
+            content = "\n".join(
+                p["text"] for p in content if isinstance(p, dict) and isinstance(p.get("text"), str)
+            )
+        if isinstance(content, str) and content:
+            texts.append(content)
+    rest = [m for m in converted if m.get("role") != "system"]
+    return [{"role": "system", "content": "\n\n".join(texts)}, *rest]
 
 
 def _as_parts(

@@ -110,6 +110,31 @@ def vllm_messages(
     return out
 
 
+def developer_as_system(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """vLLM (renderers/hf.py) for a template that never names `developer`: the role becomes
+    `system`; a system message past the first position, or a second one, merges every system
+    text ("\n\n" apart; text parts "\n" apart; empty ones left out) into one at the start."""
+    out = [
+        {k: v for k, v in m.items() if k != "tools"} | {"role": "system"}
+        if m["role"] == "developer"
+        else m
+        for m in messages
+    ]
+    where = [i for i, m in enumerate(out) if m["role"] == "system"]
+    if not where or where == [0]:
+        return out
+    texts = []
+    for i in where:
+        content = out[i].get("content")
+        if isinstance(content, list):
+            content = "\n".join(p["text"] for p in content if "text" in p)
+        if content:
+            texts.append(content)
+    return [{"role": "system", "content": "\n\n".join(texts)}] + [
+        m for m in out if m["role"] != "system"
+    ]
+
+
 def vllm_tools(tools: Sequence[Mapping[str, Any]] | None) -> list[dict[str, Any]] | None:
     if tools is None:
         return None
@@ -144,8 +169,12 @@ def reference(
     if reasoning_effort is not None:
         variables["reasoning_effort"] = reasoning_effort
         variables.setdefault("enable_thinking", reasoning_effort != "none")
+    prepared = vllm_messages(messages, content_format)
+    source = tokenizer.get_chat_template(chat_template, vllm_tools(tools))
+    if "'developer'" not in source and '"developer"' not in source:
+        prepared = developer_as_system(prepared)
     rendered = tokenizer.apply_chat_template(
-        vllm_messages(messages, content_format),
+        prepared,
         tools=vllm_tools(tools),
         chat_template=chat_template,
         tokenize=False,

@@ -69,7 +69,7 @@ TOJSON = (
 )
 LOOP_CONTROLS = (
     "{% for m in messages %}{% if m.role == 'tool' %}{% continue %}{% endif %}"
-    "{% if loop.index > 7 %}{% break %}{% endif %}{{ m.role }}:{{ m.content }};{% endfor %}"
+    "{% if loop.index > 6 %}{% break %}{% endif %}{{ m.role }}:{{ m.content }};{% endfor %}"
 )
 GENERATION = (
     "{% for m in messages %}{% if m.role == 'assistant' %}{% generation %}[{{ m.content }}]"
@@ -97,6 +97,10 @@ GLOBALS = (
     "{{ dict(a=1, b=[2]) | tojson }}; {{ dict.fromkeys(['x'], 0) | tojson }}; "
     "{{ strftime_now('%Y') | length }}"
 )
+DEVELOPER = (  # names the developer role, so vLLM passes it as given
+    "{% for m in messages %}<|{{ m.role }}|>{% if m.role == 'developer' %}(dev){% endif %}"
+    "{{ m.content }}\n{% endfor %}"
+)
 ARGUMENTS = (
     "{% for m in messages %}{% for c in m.tool_calls | default([]) %}"
     "{{ c.function.name }}({% for k, v in c.function.arguments.items() %}{{ k }}={{ v }},"
@@ -105,6 +109,7 @@ ARGUMENTS = (
 
 CASES: dict[str, str] = {
     "basic": BASIC,
+    "developer": DEVELOPER,
     "tojson": TOJSON,
     "loop_controls": LOOP_CONTROLS,
     "generation": GENERATION,
@@ -158,11 +163,14 @@ def test_the_feature_templates_do_what_they_claim(folders: dict[str, Path]) -> N
 
     assert ref("basic").startswith("<s><|system|>") and ref("basic").endswith("<|assistant|>\n")
     assert "part one\npart two" in ref("basic")  # text parts joined with a newline
-    assert "<|developer|>" in ref("basic")  # the role as given
+    # a template that never names `developer`: it becomes system, merged into the first one
+    assert "<|developer|>" not in ref("basic")
+    assert "<|system|>\nYou are terse.\n\nAnswer in French.</s>\n<|user|>" in ref("basic")
+    assert "<|developer|>(dev)Answer in French." in ref("developer")  # named: as given
     assert '"description": null' in ref("tojson")
     assert '{\n  "function": {' in ref("tojson")  # indent, separators and sorted keys
     assert "Grüße, 你好 <b>&</b>" in ref("tojson")  # non-ASCII and HTML kept as they are
-    assert ref("loop_controls").count(";") == 5 and "Grüße" not in ref("loop_controls")
+    assert ref("loop_controls").count(";") == 4 and "Grüße" not in ref("loop_controls")
     assert "[Il fait 21 degrés.]" in ref("generation")
     defined = ref("defined")
     assert "assistant[calls 2][Need the weather.|Need the weather.|Need the weather.]" in defined
