@@ -412,10 +412,11 @@ def test_a_whole_read_wakes_once_the_response_is_complete(whole: bool) -> None:
     async def handler(r: asyncio.StreamReader, w: asyncio.StreamWriter, n: int) -> None:
         await server.read_request(r)
         w.write(b"HTTP/1.1 200 OK\r\ncontent-length: 8\r\n\r\n")
-        # 1.6 s in all, 0.4 s apart: longer than the read timeout, with room for a loaded box
-        for piece in (b"ab", b"cd", b"ef", b"gh"):
+        # 2.4 s in all, 0.3 s apart: longer than the 2 s read timeout, each gap far below it
+        # (room for a loaded machine)
+        for piece in (b"a", b"b", b"c", b"d", b"e", b"f", b"g", b"h"):
             await w.drain()
-            await asyncio.sleep(0.4)
+            await asyncio.sleep(0.3)
             w.write(piece)
         await server.read_request(r)
         w.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%b" % (len(big), big))
@@ -426,7 +427,7 @@ def test_a_whole_read_wakes_once_the_response_is_complete(whole: bool) -> None:
 
     async def main() -> tuple[float, bytes, bytes]:
         async with server:
-            c = client(server.url, read_timeout=1.0)
+            c = client(server.url, read_timeout=2.0)
             loop = asyncio.get_running_loop()
             started = loop.time()
             response = await c.request("GET", "/", whole=whole)
@@ -442,9 +443,9 @@ def test_a_whole_read_wakes_once_the_response_is_complete(whole: bool) -> None:
     returned, body, large = run(main())
     assert body == b"abcdefgh" and large == big
     if whole:
-        assert returned >= 1.55  # after the last piece
+        assert returned >= 2.35  # after the last piece
     else:
-        assert returned < 0.4  # at the head, before the first piece
+        assert returned < 0.3  # at the head, before the first piece
 
 
 @pytest.mark.parametrize(("first", "second"), [(30.0, 0.3), (0.3, 0.6)])
