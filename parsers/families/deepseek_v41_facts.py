@@ -18,7 +18,7 @@ FACTS = Family(
     # the template ends with `<think>` (thinking on), so without a prompt the output starts
     # inside it and a bare `</think>` ends it (tests/parsers/test_template_thinking.py)
     prefilled_without_prompt=True,
-    # thinking off renders a closed `<think></think>` block
+    # thinking off prefills `</think>`: the block is closed
     closer_means_off=True,
     # the template renders the effort into the prompt (docs/parsers.md)
     efforts=("none", "low", "high", "max"),

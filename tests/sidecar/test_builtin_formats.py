@@ -482,6 +482,153 @@ KIMI_K2 = {
 }
 
 
+# -- DeepSeek V4 / V4.1: BOS; <｜User｜>, <｜Assistant｜>; tools as JSON in the system prompt --
+
+DS_BOS, DS_EOS = "<｜begin▁of▁sentence｜>", "<｜end▁of▁sentence｜>"
+DS_USER, DS_ASSISTANT = "<｜User｜>", "<｜Assistant｜>"
+# V4's effort line for the default effort (high), before the first message when thinking
+DS4_EFFORT = (
+    "Reasoning Effort: Absolute maximum with no shortcuts permitted.\nYou MUST be very thorough "
+    "in your thinking and comprehensively decompose the problem to resolve the root cause, "
+    "rigorously stress-testing your logic against all potential paths, edge cases, and "
+    "adversarial scenarios.\nExplicitly write out your entire deliberation process, documenting "
+    "every intermediate step, considered alternative, and rejected hypothesis to ensure "
+    "absolutely no assumption is left unchecked.\n\n"
+)
+# V4.1's: a system marker and a number (high is 75)
+DS41_EFFORT = (
+    "<｜System｜>Reasoning Effort: 75 (range 1-100, the higher the value, the more thorough "
+    "the reasoning)\n\n"
+)
+W_FN = '{"name": "get_weather", "description": "Weather of a city", "parameters": ' + (
+    WEATHER_JSON.split('"parameters": ', 1)[1][:-2] + "}"
+)
+T_FN = '{"name": "get_time", "description": "Local time", "parameters": ' + (
+    TIME_JSON.split('"parameters": ', 1)[1][:-2] + "}"
+)
+
+
+def ds_tools(token: str, block: str, *schemas: str) -> str:
+    """The tools section after the system prompt: usage in DSML, then each function as JSON."""
+    t = f"<{token}"
+    return (
+        "\n\n## Tools\n\nYou have access to a set of tools to help answer the user's question. "
+        f'You can invoke tools by writing a "{t}{block}>" block like the following:\n\n'
+        f'{t}{block}>\n{t}invoke name="$TOOL_NAME">\n{t}parameter name="$PARAMETER_NAME" '
+        f'string="true|false">$PARAMETER_VALUE</{token}parameter>\n...\n</{token}invoke>\n'
+        f'{t}invoke name="$TOOL_NAME2">\n...\n</{token}invoke>\n</{token}{block}>\n\n'
+        'String parameters should be specified as is and set `string="true"`. For all other '
+        "types (numbers, booleans, arrays, objects), pass the value in JSON format and set "
+        '`string="false"`.\n\nIf thinking_mode is enabled (triggered by <think>), you MUST '
+        "output your complete reasoning inside <think>...</think> BEFORE any tool calls or final "
+        "response.\n\nOtherwise, output directly after </think> with tool calls or final "
+        "response.\n\n### Available Tool Schemas\n\n"
+        + "\n".join(schemas)
+        + "\n\nYou MUST strictly follow the above defined tool name and parameter schemas to "
+        "invoke tool calls.\n"
+    )
+
+
+def ds_calls(token: str, block: str, *calls: tuple[str, list[tuple[str, str, str]]]) -> str:
+    """A DSML block after the answer text: one invoke per call, one parameter per argument."""
+    invokes = "\n".join(
+        f'<{token}invoke name="{name}">\n'
+        + "\n".join(
+            f'<{token}parameter name="{k}" string="{s}">{v}</{token}parameter>' for k, s, v in args
+        )
+        + f"\n</{token}invoke>"
+        for name, args in calls
+    )
+    return f"\n\n<{token}{block}>\n{invokes}\n</{token}{block}>"
+
+
+def deepseek(token: str, block: str, effort: str) -> dict[str, str]:
+    tools_w = ds_tools(token, block, W_FN)
+    tools_wt = ds_tools(token, block, W_FN, T_FN)
+    paris = ("get_weather", [("city", "true", "Paris")])
+    return {
+        "system": DS_BOS + effort + "You are terse." + DS_USER + "Hello" + DS_ASSISTANT + "<think>",
+        "tools_declared": DS_BOS
+        + effort
+        + "You are terse."
+        + tools_wt
+        + DS_USER
+        + "Weather in Paris?"
+        + DS_ASSISTANT
+        + "<think>",
+        # with tools declared no reasoning is dropped: the history turn shows an empty block
+        "tool_round_trip": DS_BOS
+        + effort
+        + tools_w
+        + DS_USER
+        + "Weather in Paris?"
+        + DS_ASSISTANT
+        + "<think></think>"
+        + ds_calls(token, block, paris)
+        + DS_EOS
+        + DS_USER
+        + "<tool_result>18C, sunny</tool_result>"
+        + DS_ASSISTANT
+        + "<think>",
+        # without tools, turns before the last user turn lose their reasoning and open with </think>
+        "multi_turn_reasoning": DS_BOS
+        + effort
+        + DS_USER
+        + "2+2?"
+        + DS_ASSISTANT
+        + "</think>4"
+        + DS_EOS
+        + DS_USER
+        + "And 3+3?"
+        + DS_ASSISTANT
+        + "</think>6"
+        + DS_EOS
+        + DS_USER
+        + "Thanks"
+        + DS_ASSISTANT
+        + "<think>",
+        # the results are one user turn, blank lines between them
+        "parallel_calls": DS_BOS
+        + effort
+        + tools_wt
+        + DS_USER
+        + "Weather and time in Paris?"
+        + DS_ASSISTANT
+        + "<think>Two tools.</think>Checking."
+        + ds_calls(
+            token, block, paris, ("get_time", [("city", "true", "Paris"), ("utc", "false", "true")])
+        )
+        + DS_EOS
+        + DS_USER
+        + "<tool_result>18C</tool_result>\n\n<tool_result>09:00</tool_result>"
+        + DS_ASSISTANT
+        + "<think>",
+        "thinking_on": DS_BOS + effort + DS_USER + "Hi" + DS_ASSISTANT + "<think>",
+        # thinking off: no effort line, `</think>` prefilled
+        "thinking_off": DS_BOS + DS_USER + "Hi" + DS_ASSISTANT + "</think>",
+        "non_ascii": DS_BOS
+        + effort
+        + "Réponds en français."
+        + tools_w
+        + DS_USER
+        + "Grüße, 你好 — ¿qué tal? 🌤"
+        + DS_ASSISTANT
+        + "<think></think>"
+        + ds_calls(token, block, ("get_weather", [("city", "true", "Zürich")]))
+        + DS_EOS
+        + DS_USER
+        + "<tool_result>Température : 18 °C</tool_result>"
+        + DS_ASSISTANT
+        + "<think>",
+    }
+
+
+DEEPSEEK_V4 = deepseek("｜DSML｜", "tool_calls", DS4_EFFORT)
+# V4.1: the DSML token has a space after it, the block is ` calls`; a leading system prompt
+# follows the system marker
+DEEPSEEK_V41 = deepseek("｜DSML｜ ", "calls", DS41_EFFORT)
+
+
 @dataclass(frozen=True)
 class Format:
     family: str
@@ -497,6 +644,8 @@ FORMATS: dict[str, Format] = {
     "glm45": Format("glm", "glm45", GLM45),
     "kimi_k2": Format("kimi_k2", "kimi_k2", KIMI_K2),
     "gemma4": Format("gemma4", "gemma4", GEMMA4, {"bos_token": "<bos>"}),
+    "deepseek_v4": Format("deepseek_v4", "deepseek_v4", DEEPSEEK_V4),
+    "deepseek_v41": Format("deepseek_v41", "deepseek_v41", DEEPSEEK_V41),
 }
 
 
