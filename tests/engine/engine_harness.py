@@ -283,15 +283,28 @@ def start_vllm(
     port = free_port()
     server = Process(name, vllm_argv(python, model, port, extra), vllm_env(), logs / f"{name}.log")
     started = time.monotonic()
-    server.start()
-    url = f"http://127.0.0.1:{port}"
-    try:
-        server.wait_http(f"{url}/health", timeout=240)
-    except BaseException:
-        server.stop()
-        raise
+    url = _serve(server, port, "/health", timeout=240)
     log(f"{name} serving at {url} after {time.monotonic() - started:.0f} s")
     return server, url
+
+
+def _serve(process: Process, port: int, ready: str, timeout: float) -> str:
+    """Start `process` and wait until `ready` answers on `port` (stopped if it never does)."""
+    process.start()
+    url = f"http://127.0.0.1:{port}"
+    try:
+        process.wait_http(f"{url}{ready}", timeout=timeout)
+    except BaseException:
+        process.stop()
+        raise
+    return url
+
+
+# the served model and the tiny Qwen3's parsers, as every sidecar of these checks runs
+SIDECAR_ARGS = (
+    *("--model", MODEL_NAME),
+    *("--tool-call-parser", "hermes", "--reasoning-parser", "qwen3"),
+)
 
 
 def start_sidecar(
@@ -315,12 +328,7 @@ def start_sidecar(
         "vllm",
         "--engine-url",
         engine_url,
-        "--model",
-        MODEL_NAME,
-        "--tool-call-parser",
-        "hermes",
-        "--reasoning-parser",
-        "qwen3",
+        *SIDECAR_ARGS,
         "--host",
         "127.0.0.1",
         "--port",
@@ -330,14 +338,7 @@ def start_sidecar(
         *extra,
     ]
     sidecar = Process(name, argv, env, logs / f"{name}.log")
-    sidecar.start()
-    url = f"http://127.0.0.1:{port}"
-    try:
-        sidecar.wait_http(f"{url}/live", timeout=60)
-    except BaseException:
-        sidecar.stop()
-        raise
-    return sidecar, url
+    return sidecar, _serve(sidecar, port, "/live", timeout=60)
 
 
 if __name__ == "__main__":

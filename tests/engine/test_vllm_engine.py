@@ -20,6 +20,7 @@ from engine_harness import (
     MAX_MODEL_LEN,
     MODEL_NAME,
     PARSER_MODES,
+    SIDECAR_ARGS,
     get,
     post_json,
     start_sidecar,
@@ -160,18 +161,7 @@ def rendered_prompt(mode: str, body: dict[str, Any]) -> str:
 
 def prepared(mode: str, body: dict[str, Any]) -> tuple[ParsePlan, EngineRequest]:
     """The plan and engine request the sidecar of `mode` makes of `body` (its own code)."""
-    args = _parser("vllm").parse_args(
-        [
-            "--engine-url",
-            "http://127.0.0.1:1",
-            "--model",
-            MODEL_NAME,
-            "--tool-call-parser",
-            "hermes",
-            "--reasoning-parser",
-            "qwen3",
-        ]
-    )
+    args = _parser("vllm").parse_args(["--engine-url", "http://127.0.0.1:1", *SIDECAR_ARGS])
     value = PARSER_MODES[mode]
     environ = {} if value is None else {"DYN_PARSER_VERSION": value}
     config, adapter, template = configure("vllm", args, environ)
@@ -292,29 +282,12 @@ def test_tool_choice_named(sidecar: str, mode: str) -> None:
 
 def test_parallel_tool_calls_false(sidecar: str, mode: str) -> None:
     # Forced: the engine is asked for one call at most.
-    for choice in ("required",):
-        whole = chat(
-            sidecar,
-            mode,
-            messages=USER,
-            tools=TOOLS,
-            tool_choice=choice,
-            parallel_tool_calls=False,
-            max_tokens=300,
-            **OFF,
-        )
-        assert len(whole.choices[0].message.tool_calls) == 1
-        parts = streamed(
-            sidecar,
-            mode,
-            messages=USER,
-            tools=TOOLS,
-            tool_choice=choice,
-            parallel_tool_calls=False,
-            max_tokens=300,
-            **OFF,
-        )
-        assert len(parts["calls"]) == 1
+    forced: dict[str, Any] = {"tools": TOOLS, "tool_choice": "required", "max_tokens": 300}
+    forced |= {"parallel_tool_calls": False, **OFF}
+    whole = chat(sidecar, mode, messages=USER, **forced)
+    assert len(whole.choices[0].message.tool_calls) == 1
+    parts = streamed(sidecar, mode, messages=USER, **forced)
+    assert len(parts["calls"]) == 1
     # A model writing two calls under `auto`: the answer carries the first only.
     extra = {"response_format": hermes_calls(2), "max_tokens": 120, "tools": TOOLS}
     both = chat(sidecar, mode, messages=USER, **extra)
