@@ -12,7 +12,10 @@ One vLLM (CPU build, the tiny model of tests/engine, its engine venv; see docs/t
 - `sidecar`: the sidecar (`python -m sidecar vllm`, same template, same parsers) in front of
   vLLM's `/v1/completions`;
 - `floor`: vLLM's `POST /v1/completions` called directly with the prompt the sidecar
-  renders: the engine's own time, which no chat front end can go below.
+  renders: the engine's own time, which no chat front end can go below;
+- `relay`: the floor's request through a bare TCP relay (`tcp_relay.py`, bytes copied both
+  ways, no parsing): what one more process on loopback adds by itself, which any front end
+  in its own process (the sidecar's place) pays before doing any work.
 
 1. Latency: p50 time to first token (streamed) and total time, for 8 and 64 generated
    tokens, streamed and not, the three targets interleaved request by request (the order
@@ -21,6 +24,11 @@ One vLLM (CPU build, the tiny model of tests/engine, its engine venv; see docs/t
 2. Throughput: 64 concurrent streams of 64 tokens, the targets taking turns for several
    rounds; delivered completion tokens per second (from each stream's usage). Goal: the
    sidecar at least 1.0x vLLM's chat front end.
+
+3. CPU per request: the same requests one at a time, the CPU time each process spent per
+   request (from /proc): vLLM's API server for the floor and for its chat front end (the
+   difference is the chat front end's own work), the sidecar's process, the relay's. Unlike
+   the latencies, these barely move with the machine's load.
 
 The load average is printed before and after: the machine is shared, read ratios with it.
 """
@@ -31,7 +39,9 @@ import argparse
 import asyncio
 import json
 import os
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -48,6 +58,7 @@ from engine_harness import (  # noqa: E402 (after the path it lives on)
     MODEL_NAME,
     TEMPLATE,
     engine_venv,
+    free_port,
     start_sidecar,
     start_vllm,
     tiny_model,
@@ -58,7 +69,7 @@ from sidecar.cli import _parser, configure  # noqa: E402
 
 USER = [{"role": "user", "content": "Tell me about the weather in Paris today."}]
 PARSERS = ("--tool-call-parser", "hermes", "--reasoning-parser", "qwen3")
-TARGETS = ("floor", "vllm-chat", "sidecar")
+TARGETS = ("floor", "vllm-chat", "sidecar", "relay")
 
 
 def loadavg() -> str:
@@ -76,8 +87,8 @@ def rendered_prompt() -> str:
 
 
 class Targets:
-    def __init__(self, vllm: str, sidecar: str, prompt: str) -> None:
-        self.vllm, self.sidecar, self.prompt = vllm, sidecar, prompt
+    def __init__(self, vllm: str, sidecar: str, relay: str, prompt: str) -> None:
+        self.vllm, self.sidecar, self.relay, self.prompt = vllm, sidecar, relay, prompt
 
     def request(self, target: str, tokens: int, stream: bool) -> tuple[str, dict[str, Any]]:
         common: dict[str, Any] = {
@@ -88,7 +99,7 @@ class Targets:
         }
         if stream:
             common["stream_options"] = {"include_usage": True}
-        if target == "floor":
+        if target in ("floor", "relay"):
             # What the sidecar sends the engine.
             body = {
                 **common,
@@ -96,9 +107,30 @@ class Targets:
                 "add_special_tokens": False,
                 "skip_special_tokens": False,
             }
-            return f"{self.vllm}/v1/completions", body
+            return f"{self.vllm if target == 'floor' else self.relay}/v1/completions", body
         base = self.vllm if target == "vllm-chat" else self.sidecar
         return f"{base}/v1/chat/completions", {**common, "messages": USER}
+
+
+def start_relay(upstream: str, logs: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """`tcp_relay.py` on a free port in front of `upstream`, once it accepts connections."""
+    host, port = httpx.URL(upstream).host, httpx.URL(upstream).port
+    listen = free_port()
+    script = Path(__file__).with_name("tcp_relay.py")
+    with (logs / "relay.log").open("wb") as log:
+        relay = subprocess.Popen(
+            [sys.executable, str(script), str(listen), host, str(port)], stderr=log
+        )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", listen), timeout=1).close()
+            return relay, f"http://127.0.0.1:{listen}"
+        except OSError:
+            if relay.poll() is not None or time.monotonic() > deadline:
+                relay.kill()
+                raise RuntimeError(f"the relay did not start (see {logs / 'relay.log'})") from None
+            time.sleep(0.05)
 
 
 def _text_of(event: dict[str, Any]) -> str:
@@ -145,7 +177,7 @@ async def latency(targets: Targets, rounds: int) -> dict[tuple[str, int, bool], 
     async with httpx.AsyncClient(timeout=120) as client:
         for r in range(rounds + 3):  # 3 warm-up rounds, not counted
             for tokens, stream in configs:
-                order = TARGETS[r % 3 :] + TARGETS[: r % 3]
+                order = TARGETS[r % len(TARGETS) :] + TARGETS[: r % len(TARGETS)]
                 for target in order:
                     url, body = targets.request(target, tokens, stream)
                     measured = await one(client, url, body)
@@ -158,7 +190,7 @@ async def throughput(targets: Targets, streams: int, rounds: int) -> dict[str, l
     rates: dict[str, list[float]] = {t: [] for t in TARGETS}
     limits = httpx.Limits(max_connections=streams, max_keepalive_connections=streams)
     for r in range(rounds + 1):  # one warm-up round
-        order = TARGETS[r % 3 :] + TARGETS[: r % 3]
+        order = TARGETS[r % len(TARGETS) :] + TARGETS[: r % len(TARGETS)]
         for target in order:
             url, body = targets.request(target, 64, True)
             # New connections each turn: kept-alive ones idle through the other targets'
@@ -177,7 +209,7 @@ def report(lat: dict[tuple[str, int, bool], list[Any]], rates: dict[str, list[fl
     print(
         f"{'tokens':>6} {'stream':>6} {'what':>5}  "
         + "  ".join(f"{t:>9}" for t in TARGETS)
-        + "   sidecar/vllm   added: sidecar/vllm-chat (goal <= 0.5)"
+        + "   sidecar/vllm   added: sidecar/vllm-chat (goal <= 0.5)   relay/vllm-chat"
     )
     for tokens in (8, 64):
         for stream in (True, False):
@@ -190,12 +222,15 @@ def report(lat: dict[tuple[str, int, bool], list[Any]], rates: dict[str, list[fl
                 added_sidecar = values["sidecar"] - floor
                 added_vllm = values["vllm-chat"] - floor
                 ratio = values["sidecar"] / values["vllm-chat"]
+                added_relay = values["relay"] - floor
                 added = added_sidecar / added_vllm if added_vllm > 0 else float("nan")
+                hop = added_relay / added_vllm if added_vllm > 0 else float("nan")
                 cells = "  ".join(f"{values[t] * 1000:9.2f}" for t in TARGETS)
                 print(
                     f"{tokens:>6} {'yes' if stream else 'no':>6} {name:>5}  {cells}"
                     f"   {ratio:10.3f}x   {added:6.2f}x "
                     f"({added_sidecar * 1000:.2f} vs {added_vllm * 1000:.2f} ms)"
+                    f"   {hop:6.2f}x ({added_relay * 1000:.2f} ms)"
                 )
     tokens_seen = {t: {m[2] for k, v in lat.items() if k[0] == t for m in v} for t in TARGETS}
     print(f"   completion tokens seen per target: {tokens_seen}")
@@ -208,11 +243,63 @@ def report(lat: dict[tuple[str, int, bool], list[Any]], rates: dict[str, list[fl
     print(f"   sidecar / vllm-chat: {ratio:.3f}x (goal >= 1.0)")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time of one process, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def cpu_per_request(
+    targets: Targets, pids: dict[str, int], requests: int
+) -> dict[tuple[str, int, bool], dict[str, float]]:
+    """CPU seconds per request of each process, per target and request shape."""
+    out: dict[tuple[str, int, bool], dict[str, float]] = {}
+    async with httpx.AsyncClient(timeout=120) as client:
+        for tokens, stream in ((8, False), (64, True)):
+            for target in TARGETS:
+                url, body = targets.request(target, tokens, stream)
+                for _ in range(5):  # warm-up
+                    await one(client, url, body)
+                before = {name: cpu_seconds(pid) for name, pid in pids.items()}
+                for _ in range(requests):
+                    await one(client, url, body)
+                out[(target, tokens, stream)] = {
+                    name: (cpu_seconds(pid) - before[name]) / requests for name, pid in pids.items()
+                }
+    return out
+
+
+def report_cpu(cpu: dict[tuple[str, int, bool], dict[str, float]], requests: int) -> None:
+    print(f"\n3. CPU per request in ms ({requests} requests one at a time per row)")
+    print(f"{'tokens':>6} {'stream':>6}  {'front end':>24}  {'own CPU':>8}  vs vllm-chat's own")
+    for tokens, stream in ((8, False), (64, True)):
+        api = {t: cpu[(t, tokens, stream)]["vllm-api"] for t in TARGETS}
+        chat_own = api["vllm-chat"] - api["floor"]
+        rows = [
+            ("vllm-chat (api - floor)", chat_own),
+            ("sidecar (its process)", cpu[("sidecar", tokens, stream)]["sidecar"]),
+            ("relay (its process)", cpu[("relay", tokens, stream)]["relay"]),
+        ]
+        for name, own in rows:
+            ratio = own / chat_own if chat_own > 0 else float("nan")
+            print(
+                f"{tokens:>6} {'yes' if stream else 'no':>6}  {name:>24}  "
+                f"{own * 1000:8.2f}  {ratio:6.2f}x"
+            )
+        print(
+            f"{'':>15}vllm api per floor request {api['floor'] * 1000:.2f} ms, "
+            f"per chat request {api['vllm-chat'] * 1000:.2f} ms"
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=50, help="latency rounds (default 50)")
     parser.add_argument("--streams", type=int, default=64, help="concurrent streams")
     parser.add_argument("--throughput-rounds", type=int, default=5)
+    parser.add_argument(
+        "--cpu-requests", type=int, default=200, help="requests per CPU row (default 200)"
+    )
     args = parser.parse_args()
     print(loadavg())
     python = engine_venv()
@@ -224,14 +311,20 @@ def main() -> None:
         sidecar, sidecar_url = start_sidecar(
             vllm_url, None, logs, "sidecar", ("--chat-template", str(TEMPLATE))
         )
+        relay, relay_url = start_relay(vllm_url, logs)
         try:
-            targets = Targets(vllm_url, sidecar_url, rendered_prompt())
+            targets = Targets(vllm_url, sidecar_url, relay_url, rendered_prompt())
             print(f"{loadavg()} (engine and sidecar up)")
             lat = asyncio.run(latency(targets, args.rounds))
             rates = asyncio.run(throughput(targets, args.streams, args.throughput_rounds))
             report(lat, rates)
+            pids = {"vllm-api": vllm.proc.pid, "sidecar": sidecar.proc.pid, "relay": relay.pid}
+            cpu = asyncio.run(cpu_per_request(targets, pids, args.cpu_requests))
+            report_cpu(cpu, args.cpu_requests)
             print(f"\n{loadavg()} (end)")
         finally:
+            relay.terminate()
+            relay.wait()
             sidecar.stop()
     finally:
         vllm.stop()
