@@ -513,7 +513,9 @@ K3_THINK_GEN = '<|open|>message role="assistant"<|sep|><|open|>think<|sep|>'
 def k3_declare(*tools: str) -> str:
     return (
         '<|open|>message role="system" type="tool-declare"<|sep|># Tools\nHere are the '
-        "available tools, described in JSONSchema.\n\n```json\n[" + ",".join(tools) + "]\n```"
+        "available tools, described in JSONSchema.\n\n```json\n["
+        + ",".join(tools)
+        + "]\n```"
         + K3_EOM
     )
 
@@ -548,7 +550,10 @@ def k3_result(tool: str, index: int, text: str) -> str:
 
 
 KIMI_K3 = {
-    "system": K3_EFFORT + k3_msg("system", "You are terse.") + k3_msg("user", "Hello") + K3_THINK_GEN,
+    "system": K3_EFFORT
+    + k3_msg("system", "You are terse.")
+    + k3_msg("user", "Hello")
+    + K3_THINK_GEN,
     # the declaration comes first, before the effort message
     "tools_declared": k3_declare(K3_W_SORTED, K3_T_SORTED)
     + K3_EFFORT
@@ -676,8 +681,7 @@ def muse_call(name: str, args: list[tuple[str, str]], end: str) -> str:
 
 def muse_result(name: str, text: str) -> str:
     return (
-        f'<|start|>tool {name}<|message|><tool_output name="{name}">\n{text}\n'
-        "</tool_output><|eot|>"
+        f'<|start|>tool {name}<|message|><tool_output name="{name}">\n{text}\n</tool_output><|eot|>'
     )
 
 
