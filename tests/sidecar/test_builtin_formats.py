@@ -975,8 +975,10 @@ def test_muse_reasoning_strength_and_named_tool_results() -> None:
     template = ChatTemplate.builtin("muse", "muse")
     conv = CONVERSATIONS["tool_round_trip"]
     messages = [dict(m) for m in conv.messages]
-    low = template.render(messages, None, template_kwargs={"reasoning_strength": "low"})
-    assert "\n\nReasoning strength: low.\n\n" in low and "strength: high" not in low
+    kwargs = {"reasoning_strength": "low", "current_date": "2030-02-03"}
+    low = template.render(messages, None, template_kwargs=kwargs)
+    assert "\nCurrent date: 2030-02-03.\n\nReasoning strength: low.\n\n" in low
+    assert "strength: high" not in low
     # a result's own name wins over its call's; a system text naming an effort keeps its own
     messages[-1] = {**messages[-1], "name": "weather.get"}
     messages.insert(0, {"role": "system", "content": "Reasoning effort: medium."})
@@ -984,3 +986,15 @@ def test_muse_reasoning_strength_and_named_tool_results() -> None:
     assert '<|start|>tool weather.get<|message|><tool_output name="weather.get">\n' in prompt
     assert prompt.count("Reasoning strength") == 1 and "Reasoning strength: medium." in prompt
     assert "You are a helpful AI assistant." not in prompt
+
+
+def test_kimi_k3_writes_a_run_of_results_in_the_order_of_the_calls() -> None:
+    conv = CONVERSATIONS["parallel_calls"]
+    messages = [dict(m) for m in conv.messages]
+    messages[-2], messages[-1] = messages[-1], messages[-2]
+    template = ChatTemplate.builtin("kimi_k3", "kimi_k3")
+    assert template.render(messages, conv.tools) == KIMI_K3["parallel_calls"]
+    # an id naming no call: the run stays as given, each result named by the call at its place
+    messages[-2] = {**messages[-2], "tool_call_id": "nosuch"}
+    tail = k3_result("get_weather", 1, "09:00") + k3_result("get_time", 2, "18C") + K3_THINK_GEN
+    assert template.render(messages, conv.tools).endswith(tail)
