@@ -998,3 +998,38 @@ def test_kimi_k3_writes_a_run_of_results_in_the_order_of_the_calls() -> None:
     messages[-2] = {**messages[-2], "tool_call_id": "nosuch"}
     tail = k3_result("get_weather", 1, "09:00") + k3_result("get_time", 2, "18C") + K3_THINK_GEN
     assert template.render(messages, conv.tools).endswith(tail)
+
+
+def test_muse_namespaces_and_a_call_followed_by_an_answer() -> None:
+    # the family template's own goldens: dotted names share a namespace, one with a description;
+    # a calling turn followed by an assistant message ends its call with <|eom|>
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": "gh.open", "description": "Open.", "parameters": {}},
+        },
+        {
+            "type": "function",
+            "function": {"name": "gh.close", "description": "Close.", "parameters": {}},
+        },
+        WEATHER,
+    ]
+    messages = [
+        {"role": "user", "content": "Go"},
+        {"role": "assistant", "content": "", "tool_calls": [_call("c1", "gh.open", "{}")]},
+        {"role": "assistant", "content": "done"},
+    ]
+    kwargs = {"tool_namespace_descriptions": {"gh": "The GitHub API."}}
+    prompt = ChatTemplate.builtin("muse", "muse").render(messages, tools, template_kwargs=kwargs)
+    assert (
+        '// Tool metadata\n{"name": "gh", "description": "The GitHub API."}\n'
+        '{"name": "get_weather", "description": ""}\n// Function schemas\n'
+        '{"name": "gh.open", "description": "Open.", "parameters": {}}\n'
+        '{"name": "gh.close", "description": "Close.", "parameters": {}}' + MUSE_W_FN
+    ) in prompt
+    assert '# Valid recipients: "self", "gh.*", "get_weather.*", "user".<|eot|>' in prompt
+    assert prompt.endswith(
+        muse_call("gh.open", [], "<|eom|>")
+        + "<|start|>assistant to=user<|message|>done<|eot|>"
+        + MUSE_GEN
+    )
