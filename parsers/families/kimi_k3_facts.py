@@ -23,4 +23,6 @@ FACTS = Family(
     # the output starts inside it and a bare end marker ends it
     prefilled_without_prompt=True,
     channel_reasoning=True,
+    # the template renders the effort into the prompt: the encoder knows low, high and max
+    efforts=("none", "low", "high", "max"),
 )

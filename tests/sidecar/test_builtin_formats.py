@@ -11,11 +11,13 @@ formats").
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import pytest
 
 from sidecar.cli import _parser, configure
+from sidecar.errors import APIError
 from sidecar.prompt import ChatTemplate
 
 
@@ -468,8 +470,8 @@ KIMI_K2 = {
     + k2_result("call_2", "09:00")
     + K2_GEN,
     "thinking_on": K2_SYSTEM + k2_user("Hi") + K2_GEN,
-    # K2.5's switch (K2 Thinking has none): thinking off prefills an empty block
-    "thinking_off": K2_SYSTEM + k2_user("Hi") + K2_GEN + "<think></think>",
+    # K2 Thinking's format has no thinking switch: nothing is prefilled either way
+    "thinking_off": K2_SYSTEM + k2_user("Hi") + K2_GEN,
     "non_ascii": K2_W
     + "<|im_system|>system<|im_middle|>Réponds en français.<|im_end|>"
     + k2_user("Grüße, 你好 — ¿qué tal? 🌤")
@@ -480,6 +482,256 @@ KIMI_K2 = {
     + k2_result("call_1", "Température : 18 °C")
     + K2_GEN,
 }
+
+
+# -- Kimi K3: XTML elements <|open|>NAME<|sep|>…<|close|>NAME<|sep|>, messages end <|end_of_msg|> --
+# Written from the family encoder's public goldens: its tokenizer test's thinking-off prompt
+# (thinking_off, byte for byte), a port's goldens of the thinking-effort message and of a history
+# turn with an empty think channel (system, multi_turn_reasoning), and the encoder's own element
+# rules for the tool declaration, typed arguments and tool results (the tool shapes).
+
+K3_EOM = "<|close|>message<|sep|><|end_of_msg|>"
+K3_EFFORT = (
+    '<|open|>message role="system" type="thinking-effort"<|sep|>`thinking_effort` guides on how '
+    "much to think in your thinking channel (not including the response channel), supported "
+    "values include `low`, `medium`, `high`, and `max`.\nNow the system is invoked with "
+    "`thinking_effort=max`." + K3_EOM
+)
+# the declaration: the tool list as compact JSON, keys sorted at every level
+K3_W_SORTED = (
+    '{"function":{"description":"Weather of a city","name":"get_weather","parameters":'
+    '{"properties":{"city":{"description":"City name","type":"string"}},"required":["city"],'
+    '"type":"object"}},"type":"function"}'
+)
+K3_T_SORTED = (
+    '{"function":{"description":"Local time","name":"get_time","parameters":{"properties":'
+    '{"city":{"type":"string"},"utc":{"type":"boolean"}},"type":"object"}},"type":"function"}'
+)
+K3_THINK_GEN = '<|open|>message role="assistant"<|sep|><|open|>think<|sep|>'
+
+
+def k3_declare(*tools: str) -> str:
+    return (
+        '<|open|>message role="system" type="tool-declare"<|sep|># Tools\nHere are the '
+        "available tools, described in JSONSchema.\n\n```json\n["
+        + ",".join(tools)
+        + "]\n```"
+        + K3_EOM
+    )
+
+
+def k3_msg(role: str, text: str) -> str:
+    return f'<|open|>message role="{role}"<|sep|>{text}' + K3_EOM
+
+
+def k3_assistant(reasoning: str, text: str, calls: str = "") -> str:
+    return (
+        '<|open|>message role="assistant"<|sep|>'
+        f"<|open|>think<|sep|>{reasoning}<|close|>think<|sep|>"
+        f"<|open|>response<|sep|>{text}<|close|>response<|sep|>" + calls + K3_EOM
+    )
+
+
+def k3_calls(*calls: tuple[str, list[tuple[str, str, str]]]) -> str:
+    inner = "".join(
+        f'<|open|>call tool="{name}" index="{i}"<|sep|>'
+        + "".join(
+            f'<|open|>argument key="{k}" type="{t}"<|sep|>{v}<|close|>argument<|sep|>'
+            for k, t, v in args
+        )
+        + "<|close|>call<|sep|>"
+        for i, (name, args) in enumerate(calls, start=1)
+    )
+    return f"<|open|>tools<|sep|>{inner}<|close|>tools<|sep|>"
+
+
+def k3_result(tool: str, index: int, text: str) -> str:
+    return f'<|open|>message role="tool" tool="{tool}" index="{index}"<|sep|>{text}' + K3_EOM
+
+
+KIMI_K3 = {
+    "system": K3_EFFORT
+    + k3_msg("system", "You are terse.")
+    + k3_msg("user", "Hello")
+    + K3_THINK_GEN,
+    # the declaration comes first, before the effort message
+    "tools_declared": k3_declare(K3_W_SORTED, K3_T_SORTED)
+    + K3_EFFORT
+    + k3_msg("system", "You are terse.")
+    + k3_msg("user", "Weather in Paris?")
+    + K3_THINK_GEN,
+    # thinking on: every assistant message has its think channel, empty without reasoning
+    "tool_round_trip": k3_declare(K3_W_SORTED)
+    + K3_EFFORT
+    + k3_msg("user", "Weather in Paris?")
+    + k3_assistant("", "", k3_calls(("get_weather", [("city", "string", "Paris")])))
+    + k3_result("get_weather", 1, "18C, sunny")
+    + K3_THINK_GEN,
+    # reasoning is kept on every turn
+    "multi_turn_reasoning": K3_EFFORT
+    + k3_msg("user", "2+2?")
+    + k3_assistant("Add them.", "4")
+    + k3_msg("user", "And 3+3?")
+    + k3_assistant("Add again.", "6")
+    + k3_msg("user", "Thanks")
+    + K3_THINK_GEN,
+    # a string argument as is, others as JSON with their type; results numbered per turn
+    "parallel_calls": k3_declare(K3_W_SORTED, K3_T_SORTED)
+    + K3_EFFORT
+    + k3_msg("user", "Weather and time in Paris?")
+    + k3_assistant(
+        "Two tools.",
+        "Checking.",
+        k3_calls(
+            ("get_weather", [("city", "string", "Paris")]),
+            ("get_time", [("city", "string", "Paris"), ("utc", "boolean", "true")]),
+        ),
+    )
+    + k3_result("get_weather", 1, "18C")
+    + k3_result("get_time", 2, "09:00")
+    + K3_THINK_GEN,
+    "thinking_on": K3_EFFORT + k3_msg("user", "Hi") + K3_THINK_GEN,
+    # thinking off: no effort message, no think channels, the response channel opened
+    "thinking_off": k3_msg("user", "Hi")
+    + '<|open|>message role="assistant"<|sep|><|open|>response<|sep|>',
+    "non_ascii": k3_declare(K3_W_SORTED)
+    + K3_EFFORT
+    + k3_msg("system", "Réponds en français.")
+    + k3_msg("user", "Grüße, 你好 — ¿qué tal? 🌤")
+    + k3_assistant("", "", k3_calls(("get_weather", [("city", "string", "Zürich")])))
+    + k3_result("get_weather", 1, "Température : 18 °C")
+    + K3_THINK_GEN,
+}
+
+# -- Muse: BOS; <|start|>ROLE<|message|>…<|eot|>; reasoning to self, calls to each tool (ATEM) --
+# Written from public goldens of the family's own template: a renderer's exact default system
+# prompt and generation prompt (system, thinking_on, thinking_off), a golden rendering with tools
+# declared and a tool result (tools_declared, tool_round_trip), and exact ATEM call, reasoning
+# and parallel-call renderings (parallel_calls, multi_turn_reasoning).
+
+MUSE_BOS = "<|begin_of_text|>"
+MUSE_GEN = "<|start|>assistant"
+MUSE_TOOLS_HEAD = (
+    "\n\nIn this environment you have access to a set of tools you can use to answer the user's "
+    'question.\n\nYou can invoke a function by writing a "<atem:function_calls>" block like the '
+    'following:\n<atem:function_calls>\n<atem:invoke name="$FUNCTION_NAME">\n'
+    '<atem:parameter name="$PARAMETER_NAME">$PARAMETER_VALUE</atem:parameter>\n...\n'
+    "</atem:invoke>\n</atem:function_calls>\n\nString and scalar parameters should be specified "
+    "as is, while lists and objects should use JSON format. Note that spaces for string values "
+    "are not stripped. The output is not expected to be valid XML and is parsed with regular "
+    "expressions.\nHere are the functions available in JSONSchema format:\n// Tool metadata\n"
+)
+MUSE_TOOLS_TAIL = (
+    "\n\nHere's an example of how to call a function in the tool set:\n(If the tool namespace is "
+    "not specified, invoke the function directly as `example_function_name` rather than "
+    "`example_tool_name.example_function_name`)\n\nto=example_tool_name.example_function_name"
+    '\n\n<atem:function_calls>\n<atem:invoke name="example_tool_name.example_function_name">\n'
+    '<atem:parameter name="example_parameter_1">value_1</atem:parameter>\n'
+    '<atem:parameter name="example_parameter_2">This is the value for the second parameter\n'
+    'that can span\n"multiple" lines\n</atem:parameter>\n</atem:invoke>\n</atem:function_calls>'
+)
+MUSE_W_FN = (
+    '\n{"name": "get_weather", "description": "Weather of a city", "parameters": {"type": '
+    '"object", "properties": {"city": {"type": "string", "description": "City name"}}, '
+    '"required": ["city"]}}'
+)
+MUSE_T_FN = (
+    '\n{"name": "get_time", "description": "Local time", "parameters": {"type": "object", '
+    '"properties": {"city": {"type": "string"}, "utc": {"type": "boolean"}}}}'
+)
+# a namespace per tool: the name up to its first dot (here the whole name)
+MUSE_W = (
+    MUSE_TOOLS_HEAD
+    + '{"name": "get_weather", "description": ""}\n// Function schemas'
+    + MUSE_W_FN
+    + MUSE_TOOLS_TAIL
+)
+MUSE_WT = (
+    MUSE_TOOLS_HEAD
+    + '{"name": "get_weather", "description": ""}\n{"name": "get_time", "description": ""}\n'
+    "// Function schemas" + MUSE_W_FN + MUSE_T_FN + MUSE_TOOLS_TAIL
+)
+
+
+def muse_default() -> str:
+    # the template's own system prompt, dated by `strftime_now` (the renderer's clock)
+    today = datetime.now().strftime("%Y-%m-%d")
+    return f"You are a helpful AI assistant.\nKnowledge cutoff: 2026-01-04.\nCurrent date: {today}."
+
+
+def muse_system(body: str, tools: str = "", spaces: tuple[str, ...] = ()) -> str:
+    recipients = ", ".join(['"self"', *(f'"{s}.*"' for s in spaces), '"user"'])
+    return (
+        f"<|start|>system<|message|>{body}\n\nReasoning strength: high.{tools}"
+        f"\n\n# Valid recipients: {recipients}.<|eot|>"
+    )
+
+
+def muse_user(text: str) -> str:
+    return f"<|start|>user<|message|>{text}<|eot|>"
+
+
+def muse_call(name: str, args: list[tuple[str, str]], end: str) -> str:
+    params = "".join(f'<atem:parameter name="{k}">{v}</atem:parameter>\n' for k, v in args)
+    return (
+        f"<|start|>assistant to={name}<|message|><atem:function_calls>\n"
+        f'<atem:invoke name="{name}">\n{params}</atem:invoke>\n</atem:function_calls>{end}'
+    )
+
+
+def muse_result(name: str, text: str) -> str:
+    return (
+        f'<|start|>tool {name}<|message|><tool_output name="{name}">\n{text}\n</tool_output><|eot|>'
+    )
+
+
+def muse() -> dict[str, str]:
+    default = muse_default()
+    plain = MUSE_BOS + muse_system(default) + muse_user("Hi") + MUSE_GEN
+    return {
+        "system": MUSE_BOS + muse_system("You are terse.") + muse_user("Hello") + MUSE_GEN,
+        "tools_declared": MUSE_BOS
+        + muse_system("You are terse.", MUSE_WT, ("get_weather", "get_time"))
+        + muse_user("Weather in Paris?")
+        + MUSE_GEN,
+        # the result's tool is named from the call with its id
+        "tool_round_trip": MUSE_BOS
+        + muse_system(default, MUSE_W, ("get_weather",))
+        + muse_user("Weather in Paris?")
+        + muse_call("get_weather", [("city", "Paris")], "<|eot|>")
+        + muse_result("get_weather", "18C, sunny")
+        + MUSE_GEN,
+        # reasoning goes to self on every turn, the answer to the user
+        "multi_turn_reasoning": MUSE_BOS
+        + muse_system(default)
+        + muse_user("2+2?")
+        + "<|start|>assistant to=self<|message|>Add them.<|eom|>"
+        + "<|start|>assistant to=user<|message|>4<|eot|>"
+        + muse_user("And 3+3?")
+        + "<|start|>assistant to=self<|message|>Add again.<|eom|>"
+        + "<|start|>assistant to=user<|message|>6<|eot|>"
+        + muse_user("Thanks")
+        + MUSE_GEN,
+        # one message per call, <|eom|> between them; a calling turn's text is not written
+        "parallel_calls": MUSE_BOS
+        + muse_system(default, MUSE_WT, ("get_weather", "get_time"))
+        + muse_user("Weather and time in Paris?")
+        + "<|start|>assistant to=self<|message|>Two tools.<|eom|>"
+        + muse_call("get_weather", [("city", "Paris")], "<|eom|>")
+        + muse_call("get_time", [("city", "Paris"), ("utc", "true")], "<|eot|>")
+        + muse_result("get_weather", "18C")
+        + muse_result("get_time", "09:00")
+        + MUSE_GEN,
+        # no thinking switch: the model opens its reasoning message itself
+        "thinking_on": plain,
+        "thinking_off": plain,
+        "non_ascii": MUSE_BOS
+        + muse_system("Réponds en français.", MUSE_W, ("get_weather",))
+        + muse_user("Grüße, 你好 — ¿qué tal? 🌤")
+        + muse_call("get_weather", [("city", "Zürich")], "<|eot|>")
+        + muse_result("get_weather", "Température : 18 °C")
+        + MUSE_GEN,
+    }
 
 
 # -- DeepSeek V4 / V4.1: BOS; <｜User｜>, <｜Assistant｜>; tools as JSON in the system prompt --
@@ -646,6 +898,8 @@ FORMATS: dict[str, Format] = {
     "gemma4": Format("gemma4", "gemma4", GEMMA4, {"bos_token": "<bos>"}),
     "deepseek_v4": Format("deepseek_v4", "deepseek_v4", DEEPSEEK_V4),
     "deepseek_v41": Format("deepseek_v41", "deepseek_v41", DEEPSEEK_V41),
+    "kimi_k3": Format("kimi_k3", "kimi_k3", KIMI_K3),
+    "muse": Format("muse", "muse", muse(), {"bos_token": MUSE_BOS}),
 }
 
 
@@ -693,3 +947,89 @@ def test_gemma4_writes_its_bos_without_a_model_folder() -> None:
     assert render(fmt, "thinking_off") == GEMMA4["thinking_off"]
     folder = Format("gemma4", "gemma4", GEMMA4, {"bos_token": "<B>"})
     assert render(folder, "thinking_off") == "<B>" + GEMMA4["thinking_off"][len("<bos>") :]
+
+
+def k3(name: str, **kwargs: Any) -> str:
+    conv = CONVERSATIONS[name]
+    template = ChatTemplate.builtin("kimi_k3", "kimi_k3")
+    return template.render([dict(m) for m in conv.messages], conv.tools, **kwargs)
+
+
+@pytest.mark.parametrize("effort", ["low", "high", "max"])
+def test_kimi_k3_writes_the_requested_thinking_effort(effort: str) -> None:
+    expected = KIMI_K3["thinking_on"].replace("thinking_effort=max`", f"thinking_effort={effort}`")
+    assert k3("thinking_on", reasoning_effort=effort) == expected
+    # the family's own variable wins over reasoning_effort
+    kwargs = {"thinking_effort": effort}
+    assert k3("thinking_on", reasoning_effort="low", template_kwargs=kwargs) == expected
+
+
+def test_kimi_k3_effort_none_is_thinking_off_and_other_efforts_are_refused() -> None:
+    assert k3("thinking_on", reasoning_effort="none") == KIMI_K3["thinking_off"]
+    with pytest.raises(APIError) as info:
+        k3("thinking_on", reasoning_effort="medium")
+    assert info.value.status == 400 and "low, high, max" in info.value.message
+
+
+def test_muse_reasoning_strength_and_named_tool_results() -> None:
+    template = ChatTemplate.builtin("muse", "muse")
+    conv = CONVERSATIONS["tool_round_trip"]
+    messages = [dict(m) for m in conv.messages]
+    kwargs = {"reasoning_strength": "low", "current_date": "2030-02-03"}
+    low = template.render(messages, None, template_kwargs=kwargs)
+    assert "\nCurrent date: 2030-02-03.\n\nReasoning strength: low.\n\n" in low
+    assert "strength: high" not in low
+    # a result's own name wins over its call's; a system text naming an effort keeps its own
+    messages[-1] = {**messages[-1], "name": "weather.get"}
+    messages.insert(0, {"role": "system", "content": "Reasoning effort: medium."})
+    prompt = template.render(messages, None)
+    assert '<|start|>tool weather.get<|message|><tool_output name="weather.get">\n' in prompt
+    assert prompt.count("Reasoning strength") == 1 and "Reasoning strength: medium." in prompt
+    assert "You are a helpful AI assistant." not in prompt
+
+
+def test_kimi_k3_writes_a_run_of_results_in_the_order_of_the_calls() -> None:
+    conv = CONVERSATIONS["parallel_calls"]
+    messages = [dict(m) for m in conv.messages]
+    messages[-2], messages[-1] = messages[-1], messages[-2]
+    template = ChatTemplate.builtin("kimi_k3", "kimi_k3")
+    assert template.render(messages, conv.tools) == KIMI_K3["parallel_calls"]
+    # an id naming no call: the run stays as given, each result named by the call at its place
+    messages[-2] = {**messages[-2], "tool_call_id": "nosuch"}
+    tail = k3_result("get_weather", 1, "09:00") + k3_result("get_time", 2, "18C") + K3_THINK_GEN
+    assert template.render(messages, conv.tools).endswith(tail)
+
+
+def test_muse_namespaces_and_a_call_followed_by_an_answer() -> None:
+    # the family template's own goldens: dotted names share a namespace, one with a description;
+    # a calling turn followed by an assistant message ends its call with <|eom|>
+    tools = [
+        {
+            "type": "function",
+            "function": {"name": "gh.open", "description": "Open.", "parameters": {}},
+        },
+        {
+            "type": "function",
+            "function": {"name": "gh.close", "description": "Close.", "parameters": {}},
+        },
+        WEATHER,
+    ]
+    messages = [
+        {"role": "user", "content": "Go"},
+        {"role": "assistant", "content": "", "tool_calls": [_call("c1", "gh.open", "{}")]},
+        {"role": "assistant", "content": "done"},
+    ]
+    kwargs = {"tool_namespace_descriptions": {"gh": "The GitHub API."}}
+    prompt = ChatTemplate.builtin("muse", "muse").render(messages, tools, template_kwargs=kwargs)
+    assert (
+        '// Tool metadata\n{"name": "gh", "description": "The GitHub API."}\n'
+        '{"name": "get_weather", "description": ""}\n// Function schemas\n'
+        '{"name": "gh.open", "description": "Open.", "parameters": {}}\n'
+        '{"name": "gh.close", "description": "Close.", "parameters": {}}' + MUSE_W_FN
+    ) in prompt
+    assert '# Valid recipients: "self", "gh.*", "get_weather.*", "user".<|eot|>' in prompt
+    assert prompt.endswith(
+        muse_call("gh.open", [], "<|eom|>")
+        + "<|start|>assistant to=user<|message|>done<|eot|>"
+        + MUSE_GEN
+    )

@@ -279,7 +279,8 @@ PREFILLS = [
     ("deepseek_v41", "deepseek_v41", False, "</think>"),
     ("kimi_k3", "kimi_k3", True, "<|open|>think<|sep|>"),
     ("hermes", "qwen3", False, "</think>"),
-    ("kimi_k2", "kimi_k25", False, "<think></think>"),
+    ("kimi_k2", "kimi_k25", False, "<|im_assistant|>assistant<|im_middle|>"),  # no switch
+    ("kimi_k3", "kimi_k3", False, "<|open|>response<|sep|>"),
     ("muse", "muse", True, "<|start|>assistant"),
     ("gemma4", "gemma4", True, "<|turn>model"),
     ("qwen3_coder", "qwen3", True, "<|im_start|>assistant"),
