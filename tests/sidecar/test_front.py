@@ -505,8 +505,8 @@ def test_endless_trailers_are_a_431_not_memory(served: Any) -> None:
         assert "trailer fields exceed 65536 bytes" in json.loads(body)["error"]["message"]
 
 
-def test_the_uvicorn_server_hooks_the_lean_front_uses_are_there() -> None:
-    """The lean front is a protocol class handed to uvicorn's server (`http=`); it reads and
+def test_the_uvicorn_server_hooks_the_front_uses_are_there() -> None:
+    """The front is a protocol class handed to uvicorn's server (`http=`); it reads and
     updates what the server shares with its protocols. Graceful shutdown above exercises
     `shutdown()` and `connections`; this names the rest."""
     import uvicorn
