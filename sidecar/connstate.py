@@ -1,18 +1,26 @@
-"""The request side of a client connection as a state machine: which part of a request the
-front awaits, and the transitions allowed between those states.
+"""A client connection's state machines and the transitions allowed in each.
 
-`sidecar.front.LeanProtocol` holds one `ReadState` and moves it only through `advance`; a
-move the table does not allow is a bug in the front and raises `ConnStateError`.
+`ReadState`: which part of a request the connection awaits (one per connection,
+`sidecar.front.LeanProtocol.read`):
 
     IDLE ──first byte──▶ HEAD ──head's end──▶ BODY ──message's end──▶ IDLE
                            │                    ▲
                            └─upgrade request─▶ UPGRADING
     IDLE, HEAD, BODY, UPGRADING ──bad request, CONNECT──▶ DONE (nothing more is parsed)
+
+`ResponseState`: how far a request's response is (one per request,
+`sidecar.front.Cycle.response`):
+
+    PENDING ──head built──▶ STARTED ──last body bytes written──▶ COMPLETE
+
+The front moves a state only through `advance`; a move `TRANSITIONS` does not allow is a bug
+in the front and raises `ConnStateError`.
 """
 
 from __future__ import annotations
 
 import enum
+from typing import TypeVar
 
 
 class ReadState(enum.Enum):
@@ -27,15 +35,29 @@ class ReadState(enum.Enum):
     DONE = "done"  # a bad request or a CONNECT was read: nothing more is parsed
 
 
-IDLE, HEAD, BODY, UPGRADING, DONE = ReadState
+class ResponseState(enum.Enum):
+    """How far a request's response is."""
 
-# Each state's allowed next states.
-TRANSITIONS: dict[ReadState, frozenset[ReadState]] = {
+    PENDING = "pending"  # no response head yet
+    STARTED = "started"  # the head was built (written, or held for the first body bytes)
+    COMPLETE = "complete"  # the whole response was written
+
+
+IDLE, HEAD, BODY, UPGRADING, DONE = ReadState
+PENDING, STARTED, COMPLETE = ResponseState
+
+State = ReadState | ResponseState
+
+# Each state's allowed next states (both machines: their members are distinct keys).
+TRANSITIONS: dict[State, frozenset[State]] = {
     IDLE: frozenset((HEAD, DONE)),
     HEAD: frozenset((BODY, UPGRADING, DONE)),
     BODY: frozenset((IDLE, DONE)),
     UPGRADING: frozenset((BODY, DONE)),
     DONE: frozenset(),
+    PENDING: frozenset((STARTED,)),
+    STARTED: frozenset((COMPLETE,)),
+    COMPLETE: frozenset(),
 }
 
 
@@ -43,8 +65,12 @@ class ConnStateError(RuntimeError):
     """A transition the table does not allow (a bug in the front, never the client's)."""
 
 
-def advance(current: ReadState, new: ReadState) -> ReadState:
+S = TypeVar("S", ReadState, ResponseState)
+
+
+def advance(current: S, new: S) -> S:
     """`new`, if the table allows moving there from `current`; else `ConnStateError`."""
     if new not in TRANSITIONS[current]:
-        raise ConnStateError(f"connection read state {current.name} -> {new.name} is not allowed")
+        kind = type(current).__name__
+        raise ConnStateError(f"{kind} {current.name} -> {new.name} is not allowed")
     return new

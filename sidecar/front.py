@@ -23,8 +23,8 @@ HTTP layer:
 - graceful shutdown: idle connections close, busy ones close after their response;
 - access lines in uvicorn's format (`uvicorn.access`), at info.
 
-Which part of a request the connection awaits is a `sidecar.connstate.ReadState`, moved only
-along that module's transition table.
+Which part of a request the connection awaits is a `sidecar.connstate.ReadState`, how far a
+request's response is a `ResponseState`; both move only along that module's transition table.
 
 It relies on uvicorn's documented `http=<protocol class>` hook and on what uvicorn's server
 hands a protocol (`ServerState.connections`, `.tasks`, `.default_headers`,
@@ -53,7 +53,20 @@ import httptools
 from sidecar import recvbuf
 from sidecar.asgi import BlockCanceller, dumps, header_value, read_body, too_large
 from sidecar.config import DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT
-from sidecar.connstate import BODY, DONE, HEAD, IDLE, UPGRADING, ConnStateError, ReadState, advance
+from sidecar.connstate import (
+    BODY,
+    COMPLETE,
+    DONE,
+    HEAD,
+    IDLE,
+    PENDING,
+    STARTED,
+    UPGRADING,
+    ConnStateError,
+    ReadState,
+    ResponseState,
+    advance,
+)
 from sidecar.deadline import Deadline
 
 MAX_HEAD_BYTES = 65536  # a request head's request line and headers together
@@ -138,10 +151,10 @@ class Cycle:
     an `Exchange` (`sidecar.exchange`) for a route the app serves directly."""
 
     __slots__ = (
-        "_parts", "_scope", "body", "body_size", "chunked", "close_delimited", "complete", "conn",
+        "_parts", "_scope", "body", "body_size", "chunked", "close_delimited", "conn",
         "delivered_end", "disconnected", "expect_continue", "flush_handle", "head_only",
         "headers", "held", "keep_alive", "method", "more_body", "others", "path", "remaining",
-        "started", "task", "waiter", "watcher",
+        "response", "task", "waiter", "watcher",
     )  # fmt: skip
 
     def __init__(
@@ -171,8 +184,7 @@ class Cycle:
         self.waiter: asyncio.Future[None] | None = None
         self.others: list[asyncio.Future[None]] | None = None  # more receive()s at once
         self.disconnected = False
-        self.started = False  # the response head was built (sent or held)
-        self.complete = False  # the whole response was written
+        self.response: ResponseState = PENDING
         self.chunked = False
         self.close_delimited = False  # an HTTP/1.0 response without a length: the close ends it
         self.remaining = 0  # Content-Length bytes still to send
@@ -233,15 +245,15 @@ class Cycle:
             await call
         except BaseException as exc:
             _error_log.error("Exception in ASGI application\n", exc_info=exc)
-            if not self.started and not self.disconnected:
+            if self.response is PENDING and not self.disconnected:
                 self._abort(_500)
             else:
                 self._abort()
         else:
-            if not self.started and not self.disconnected:
+            if self.response is PENDING and not self.disconnected:
                 _error_log.error("ASGI callable returned without starting response.")
                 self._abort(_500)
-            elif not self.complete and not self.disconnected:
+            elif self.response is not COMPLETE and not self.disconnected:
                 _error_log.error("ASGI callable returned without completing response.")
                 self._abort()
         finally:
@@ -267,7 +279,7 @@ class Cycle:
             if self.more_body and not self.conn.transport.is_closing():
                 self.conn.transport.write(_CONTINUE)
         while True:
-            if self.disconnected or self.complete:
+            if self.disconnected or self.response is COMPLETE:
                 return {"type": "http.disconnect"}
             if self.body or (not self.more_body and not self.delivered_end):
                 body = self.body
@@ -296,11 +308,12 @@ class Cycle:
         if self.disconnected:
             return
         kind = message["type"]
-        if not self.started:
+        response = self.response
+        if response is PENDING:
             if kind != "http.response.start":
                 raise RuntimeError(f"Expected ASGI message 'http.response.start', got {kind!r}.")
             self._start(message["status"], message.get("headers", ()))
-        elif not self.complete:
+        elif response is STARTED:
             if kind != "http.response.body":
                 raise RuntimeError(f"Expected ASGI message 'http.response.body', got {kind!r}.")
             self._body(message.get("body", b""), message.get("more_body", False))
@@ -332,7 +345,7 @@ class Cycle:
             await self.conn.drain()
         if self.disconnected:
             return
-        if self.started:
+        if self.response is not PENDING:
             raise RuntimeError("Unexpected response after the response started.")
         # The content headers are the front's own (nothing to check); the app's are checked.
         self._start(status, headers or (), _JSON_HEAD % len(body), len(body))
@@ -348,7 +361,7 @@ class Cycle:
     ) -> None:
         """Build the response head (held until the body); `own`: header lines the front
         wrote itself, with the body's `length`."""
-        self.started = True
+        self.response = advance(self.response, STARTED)
         if self.expect_continue and self.more_body:
             # Answered without reading the body the client waits to send (a 413): whether
             # it sends it anyway is unknown, so the connection ends with this response.
@@ -451,7 +464,7 @@ class Cycle:
         if not more:
             if self.remaining and not self.head_only:
                 raise RuntimeError("Response content shorter than Content-Length")
-            self.complete = True
+            self.response = advance(self.response, COMPLETE)
             self.wake()  # a pending receive() now reports the disconnect (uvicorn's way)
             if not self.keep_alive:
                 transport.close()
@@ -565,7 +578,7 @@ class LeanProtocol(asyncio.BufferedProtocol):
         self._close_timer()
         self._idle.close()
         active = self.active
-        if active is not None and not active.complete:
+        if active is not None and active.response is not COMPLETE:
             active.gone()
             self._wake_or_start(active)
         self.pipeline.clear()
@@ -743,7 +756,7 @@ class LeanProtocol(asyncio.BufferedProtocol):
     def on_body(self, body: bytes) -> None:
         self._body_seen = True
         cycle = self.cycle
-        if cycle is None or cycle.complete or cycle.disconnected:
+        if cycle is None or cycle.response is COMPLETE or cycle.disconnected:
             return
         cycle.body.append(body)
         cycle.body_size += len(body)
@@ -820,7 +833,7 @@ class LeanProtocol(asyncio.BufferedProtocol):
             if cycle is self.active:
                 # Its app waits (or would wait) for the body: answered now, as uvicorn
                 # does, and the app sees the client gone.
-                if not cycle.started:
+                if cycle.response is PENDING:
                     self.transport.write(response)
                 cycle.gone()
                 self._wake_or_start(cycle)
@@ -848,7 +861,7 @@ class LeanProtocol(asyncio.BufferedProtocol):
             _error_log.warning("Unsupported upgrade request.")
             self.read = advance(self.read, DONE)
             self._disarm()
-            if cycle is not None and not cycle.complete:
+            if cycle is not None and cycle.response is not COMPLETE:
                 cycle.keep_alive = False
                 cycle.more_body = False
                 self._wake_or_start(cycle)
@@ -927,9 +940,9 @@ class LeanProtocol(asyncio.BufferedProtocol):
             self._arm(stage, limit)
             return
         cycle = self.cycle if stage is BODY else None
-        if cycle is None or not cycle.started:
+        if cycle is None or cycle.response is PENDING:
             transport.write(timeout_response(stage, limit))
-        if cycle is not None and not cycle.complete:
+        if cycle is not None and cycle.response is not COMPLETE:
             cycle.gone()
             self._wake_or_start(cycle)
         transport.close()

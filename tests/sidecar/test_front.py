@@ -20,13 +20,17 @@ from uvicorn.server import ServerState
 from sidecar import front as lean
 from sidecar.connstate import (
     BODY,
+    COMPLETE,
     DONE,
     HEAD,
     IDLE,
+    PENDING,
+    STARTED,
     TRANSITIONS,
     UPGRADING,
     ConnStateError,
     ReadState,
+    ResponseState,
     advance,
 )
 from sidecar.errors import APIError
@@ -720,22 +724,29 @@ def test_a_timeout_is_answered_after_the_response_in_progress(
     assert data.index(b"HTTP/1.1 408") > data.index(b'"path": "/slow"')
 
 
-def test_the_read_state_table_allows_only_a_requests_own_order() -> None:
-    assert {
+def test_the_state_tables_allow_only_a_requests_own_order() -> None:
+    allowed: dict[ReadState | ResponseState, set[ReadState | ResponseState]] = {
         IDLE: {HEAD, DONE},
         HEAD: {BODY, UPGRADING, DONE},
         BODY: {IDLE, DONE},
         UPGRADING: {BODY, DONE},
         DONE: set(),
-    } == TRANSITIONS
+        PENDING: {STARTED},
+        STARTED: {COMPLETE},
+        COMPLETE: set(),
+    }
+    assert allowed == TRANSITIONS
     state = IDLE
     for new in (HEAD, BODY, IDLE, HEAD, UPGRADING, BODY, IDLE, DONE):
         state = advance(state, new)
     assert state is DONE
-    for current in ReadState:
-        for new in set(ReadState) - TRANSITIONS[current]:
-            with pytest.raises(ConnStateError, match=f"{current.name} -> {new.name}"):
-                advance(current, new)
+    assert advance(advance(PENDING, STARTED), COMPLETE) is COMPLETE
+    for machine in (ReadState, ResponseState):
+        for current in machine:
+            for new in set(machine) - TRANSITIONS[current]:
+                name = machine.__name__
+                with pytest.raises(ConnStateError, match=f"{name} {current.name} -> {new.name}"):
+                    advance(current, new)
 
 
 def test_a_transition_the_table_refuses_is_an_error_never_a_clients_400() -> None:
