@@ -513,9 +513,6 @@ def test_the_uvicorn_server_hooks_the_front_uses_are_there() -> None:
     """The front is a protocol class handed to uvicorn's server (`http=`); it reads and
     updates what the server shares with its protocols. Graceful shutdown above exercises
     `shutdown()` and `connections`; this names the rest."""
-    import uvicorn
-    from uvicorn.server import ServerState
-
     from sidecar import server
 
     assert server._uvicorn_tested()  # inside the range pyproject.toml pins
@@ -527,7 +524,9 @@ def test_the_uvicorn_server_hooks_the_front_uses_are_there() -> None:
         pass
 
     config = uvicorn.Config(app, **server_options())
+    assert config.loaded is False
     config.load()
+    assert config.loaded is True
     assert config.http_protocol_class is lean.LeanProtocol
     for name in ("loaded_app", "root_path", "asgi_version", "timeout_keep_alive"):
         assert hasattr(config, name), name
