@@ -11,9 +11,10 @@ processes on loopback, then measures from this process:
      floor's (goal <= 1.15x), also per block of 100 rounds (the machine's speed drifts
      within a run). The floor parses HTTP with httptools, makes a unique response
      id and reads into one reused buffer, as the sidecar does: before, it only located a
-     Content-Length body and answered "chatcmpl-0", which was not the same work. Then the
-     HTTP front toggled alone (the same sidecar with `--http lean` and `--http uvicorn`),
-     and the bare `raw_proxy.py` floor;
+     Content-Length body and answered "chatcmpl-0", which was not the same work. With
+     `--against DIR`, a change toggled alone: the same sidecar run from this tree and from
+     the source tree DIR (a checkout of another commit) in the same rounds. Then the bare
+     `raw_proxy.py` floor;
   2. throughput with 64 concurrent streams: direct vs sidecar (requests/s, chunks/s);
   3. 200 concurrent streams: errors (goal: none) and the sidecar's RSS before/after;
   4. reading one long SSE line from the engine at 5 MB and 20 MB (goal: 4x the bytes in at
@@ -38,8 +39,6 @@ from pathlib import Path
 import httpx
 from raw_proxy import bench_sidecar
 from steal import Steal
-
-from sidecar.server import DEFAULT_FRONT
 
 OUTPUT = (
     "<think>The user wants the weather, so I will call the tool.</think>Let me check that "
@@ -304,7 +303,14 @@ def main() -> int:
     p.add_argument(
         "--latency-only",
         action="store_true",
-        help="section 1 only (headline and front toggle): shorter runs while iterating",
+        help="section 1 only (headline and the `--against` toggle): shorter runs while iterating",
+    )
+    p.add_argument(
+        "--against",
+        metavar="DIR",
+        type=Path,
+        help="also run the sidecar from the source tree DIR (another commit's checkout) in "
+        "the same rounds as this tree's: the change between them toggled alone",
     )
     args = p.parse_args()
 
@@ -318,8 +324,8 @@ def main() -> int:
         stdout=subprocess.DEVNULL,
     )  # fmt: skip
 
-    def start_sidecar(port: int, *extra: str) -> subprocess.Popen[bytes]:
-        """The real sidecar CLI (`python -m sidecar`)."""
+    def start_sidecar(port: int, source: Path | None = None) -> subprocess.Popen[bytes]:
+        """The real sidecar CLI (`python -m sidecar`), from `source` if given."""
         argv = [
             args.engine,
             "--engine-url",
@@ -336,17 +342,17 @@ def main() -> int:
             str(port),
             "--log-level",
             "warning",
-            *extra,
         ]
         command = [sys.executable, "-m", "sidecar", *argv]
         env = {k: v for k, v in os.environ.items() if not k.startswith("DYN_")}
+        if source is not None:
+            env["PYTHONPATH"] = str(source.resolve())
         return subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL)
 
-    # The sidecar as shipped (default front), and the other front toggled alone.
+    # The sidecar from this tree, and from `--against`'s.
     sidecar = start_sidecar(sidecar_port)
-    other_front = "uvicorn" if DEFAULT_FRONT == "lean" else "lean"
     other_port = free_port()
-    other = start_sidecar(other_port, "--http", other_front)
+    other = start_sidecar(other_port, args.against) if args.against else None
     path = "/generate" if args.engine == "sglang" else "/v1/completions"
     prompt = "<|im_start|>user\nWeather in Paris?<|im_end|>\n<|im_start|>assistant\n"
 
@@ -365,7 +371,8 @@ def main() -> int:
                 stdout=subprocess.DEVNULL,
             ))  # fmt: skip
         wait_live(f"http://127.0.0.1:{sidecar_port}/live", sidecar)
-        wait_live(f"http://127.0.0.1:{other_port}/live", other)
+        if other is not None:
+            wait_live(f"http://127.0.0.1:{other_port}/live", other)
         for port, proc in zip(floor_ports, floors, strict=True):
             wait_port(port, proc)
 
@@ -439,36 +446,29 @@ def main() -> int:
             f"   the sidecar's own work (validate, render, plan, parse) in a hot loop: {own:.3f} ms"
         )
 
-        other_target = Target(
-            f"{other_front} front",
-            f"http://127.0.0.1:{other_port}/v1/chat/completions",
-            chat_body,
-        )
-        print(
-            f"\n   the HTTP front toggled alone: {args.requests} rounds of direct, the sidecar "
-            f"with --http {DEFAULT_FRONT} (default) and with --http {other_front}"
-        )
-        fronts_cpu = cpu_ms(sidecar.pid), cpu_ms(other.pid)
-        lat = run(latency([direct, via, other_target], args.requests))
-        assert isinstance(lat, list)
-        default_cpu, other_cpu = (
-            (cpu_ms(proc.pid) - before) / rounds
-            for proc, before in zip((sidecar, other), fronts_cpu, strict=True)
-        )
-        d3, default_front, other_values = lat
-        added_default = pct(default_front, 50) - pct(d3, 50)
-        added_other = pct(other_values, 50) - pct(d3, 50)
-        lean_gain = (
-            added_other - added_default
-            if DEFAULT_FRONT == "lean"
-            else (added_default - added_other)
-        )
-        print(
-            f"   added p50: {DEFAULT_FRONT} {added_default:.2f} ms, {other_front} "
-            f"{added_other:.2f} ms: the lean front's own gain {lean_gain:.2f} ms\n"
-            f"   CPU per request: {DEFAULT_FRONT} {default_cpu:.2f} ms, {other_front} "
-            f"{other_cpu:.2f} ms"
-        )
+        if other is not None:
+            print(
+                f"\n   a change toggled alone: {args.requests} rounds of direct, the sidecar "
+                f"from this tree and from {args.against}"
+            )
+            other_target = Target(
+                "against", f"http://127.0.0.1:{other_port}/v1/chat/completions", chat_body
+            )
+            pair_before = cpu_ms(sidecar.pid), cpu_ms(other.pid)
+            lat = run(latency([direct, via, other_target], args.requests))
+            assert isinstance(lat, list)
+            this_cpu, other_cpu = (
+                (cpu_ms(proc.pid) - before) / rounds
+                for proc, before in zip((sidecar, other), pair_before, strict=True)
+            )
+            d3, this_values, other_values = lat
+            added_this = pct(this_values, 50) - pct(d3, 50)
+            added_other = pct(other_values, 50) - pct(d3, 50)
+            print(
+                f"   added p50: this tree {added_this:.2f} ms, against {added_other:.2f} ms: "
+                f"{added_this / added_other:.2f}x\n"
+                f"   CPU per request: this tree {this_cpu:.2f} ms, against {other_cpu:.2f} ms"
+            )
 
         if args.latency_only:
             return 0
@@ -552,7 +552,7 @@ def main() -> int:
         )
         return 1 if errors else 0
     finally:
-        for proc in (sidecar, other, engine, *floors):
+        for proc in (sidecar, *([other] if other else []), engine, *floors):
             proc.terminate()
             proc.wait(10)
         os.unlink(f.name)

@@ -416,8 +416,8 @@ _UNAUTHORIZED = envelope(
 class SidecarApp:
     """The ASGI app: `POST /v1/chat/completions` straight to the chat handler (an
     `AsgiExchange`), everything else (the other endpoints, 404/405s, lifespan) through
-    Starlette. The lean front asks `direct_route` first and serves the chat route as an
-    `Exchange` itself, without ASGI messages."""
+    Starlette. The HTTP front (`sidecar.front`) asks `direct_route` first and serves the
+    chat route as an `Exchange` itself, without ASGI messages."""
 
     def __init__(self, sidecar: Sidecar, starlette: Starlette) -> None:
         self.sidecar = sidecar

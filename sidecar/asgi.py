@@ -95,9 +95,10 @@ async def send_empty(send: Send, status: int) -> None:
     await send({"type": "http.response.body", "body": b""})
 
 
-class BlockWatch:
-    """What a disconnect watch does once it learns the client left: cancel the task that
-    entered the block, then at the block's end swallow that cancellation (`gone` is True);
+class BlockCanceller:
+    """The base of both disconnect watches (`DisconnectWatch` here, the front's
+    `sidecar.front.ConnectionWatch`): once told the client left, it cancels the task that
+    entered the block, then at the block's end swallows that cancellation (`gone` is True);
     cancellations from elsewhere pass through."""
 
     _task: asyncio.Task[Any] | None = None
@@ -126,7 +127,7 @@ class BlockWatch:
         return False
 
 
-class DisconnectWatch(BlockWatch):
+class DisconnectWatch(BlockCanceller):
     """`with DisconnectWatch(receive) as watch:` cancels the block when the client leaves.
 
     A watcher task waits for `http.disconnect` (uvicorn's `send` ignores a gone client, so

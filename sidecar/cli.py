@@ -155,13 +155,6 @@ def _parser(engine: str | None) -> argparse.ArgumentParser:
         f"(default {DEFAULT_BODY_TIMEOUT:g})",
     )
     p.add_argument(
-        "--http",
-        choices=("lean", "uvicorn"),
-        default="lean",
-        help="HTTP/1.1 front serving client connections (default lean: the sidecar's own "
-        "httptools protocol; uvicorn: uvicorn's, the fallback); see docs/sidecar.md",
-    )
-    p.add_argument(
         "--vllm-guided-json",
         action="store_true",
         help="vLLM only: send the legacy `guided_json` field (vLLM < 0.11) "
@@ -381,9 +374,7 @@ def main(
     if warning:
         logger.warning(warning)
     app = build_app(config, adapter, template)
-    options = server_options(
-        level, args.request_head_timeout, args.request_body_timeout, front=args.http
-    )
+    options = server_options(level, args.request_head_timeout, args.request_body_timeout)
     uvicorn.run(app, host=args.host, port=args.port, log_level=level, **options)
     return 0
 

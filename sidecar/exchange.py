@@ -1,7 +1,7 @@
 """One request and its response as the chat route sees them: `Exchange`.
 
 The chat route is written once against this interface. Any ASGI server reaches it through
-`AsgiExchange` (its scope, `receive` and `send`). The lean front's request (`sidecar.front`)
+`AsgiExchange` (its scope, `receive` and `send`). The HTTP front's request (`sidecar.front`)
 is an `Exchange` itself: the route's body, whole response and disconnect watch then take no
 ASGI message dicts and no watcher task (the chat route is the sidecar's hot path; see
 docs/sidecar.md, Performance).

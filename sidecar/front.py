@@ -1,11 +1,9 @@
-"""The lean HTTP/1.1 front: an asyncio protocol over httptools' request parser serving the
-sidecar's ASGI app, in place of uvicorn's httptools protocol (`--http lean`, the default).
+"""The sidecar's HTTP/1.1 front: an asyncio protocol over httptools' request parser serving
+the sidecar's ASGI app, one instance per client connection.
 
-uvicorn still runs the server around it (sockets, lifespan, signals, graceful shutdown, the
-`date` header, logging): `uvicorn.run(app, http=LeanProtocol)`. This module replaces only
-the per-connection HTTP layer, which was about 60 % of the sidecar's latency above a bare
-asyncio program doing the same work (docs/sidecar.md, Performance). It keeps what uvicorn's
-protocol does for the sidecar, more cheaply per request:
+uvicorn runs the server around it (sockets, lifespan, signals, graceful shutdown, the `date`
+header, logging): `uvicorn.run(app, http=LeanProtocol)`. This module is the per-connection
+HTTP layer:
 
 - keep-alive (HTTP/1.1 unless `connection: close`; HTTP/1.0 closes), pipelined requests
   answered in order (reading pauses while one waits), chunked request bodies,
@@ -17,13 +15,16 @@ protocol does for the sidecar, more cheaply per request:
 - client disconnects reach the app as `http.disconnect`; sends to a gone client are dropped;
 - backpressure both ways: reading pauses past 64 KiB of unread request body, `send` waits
   while the transport's write buffer is full;
-- a malformed request is a 400, a request head over `max_head_bytes` a 431 (uvicorn's
-  httptools protocol has no head limit), both JSON errors naming the problem, then close;
+- a malformed request is a 400, a request head over `max_head_bytes` a 431, both JSON
+  errors naming the problem, then close;
 - an incomplete head (from its first byte) or body (from the head's end) past its timeout
   is a 408 and the connection is closed; an idle connection closes after the keep-alive
   timeout; an exception in the app is a 500 (or a close once the response started);
 - graceful shutdown: idle connections close, busy ones close after their response;
-- access lines as uvicorn's (`uvicorn.access`, same format), at info.
+- access lines in uvicorn's format (`uvicorn.access`), at info.
+
+Which part of a request the connection awaits is a `sidecar.connstate.ReadState`, how far a
+request's response is a `ResponseState`; both move only along that module's transition table.
 
 It relies on uvicorn's documented `http=<protocol class>` hook and on what uvicorn's server
 hands a protocol (`ServerState.connections`, `.tasks`, `.default_headers`,
@@ -48,11 +49,24 @@ from collections.abc import Awaitable
 from typing import Any
 
 import httptools
-from uvicorn.protocols.utils import get_client_addr, get_path_with_query_string
 
 from sidecar import recvbuf
-from sidecar.asgi import BlockWatch, dumps, header_value, read_body, too_large
+from sidecar.asgi import BlockCanceller, dumps, header_value, read_body, too_large
 from sidecar.config import DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT
+from sidecar.connstate import (
+    BODY,
+    COMPLETE,
+    DONE,
+    HEAD,
+    IDLE,
+    PENDING,
+    STARTED,
+    UPGRADING,
+    ConnStateError,
+    ReadState,
+    ResponseState,
+    advance,
+)
 from sidecar.deadline import Deadline
 
 MAX_HEAD_BYTES = 65536  # a request head's request line and headers together
@@ -85,7 +99,7 @@ _500 = (
 )
 
 
-def error_response(status: int, message: str, code: str) -> bytes:
+def closing_error(status: int, message: str, code: str) -> bytes:
     """A whole JSON error response (OpenAI's envelope) that closes the connection."""
     body = json.dumps(
         {"error": {"message": message, "type": "invalid_request_error", "param": None,
@@ -104,12 +118,13 @@ def too_large_response(what: str, limit: int) -> bytes:
     """The 431 refusing a head (or what is bounded like one) over `limit` bytes."""
     message = f"{what} {limit} bytes"
     _error_log.warning("Refused: %s.", message)
-    return error_response(431, message, "request_header_fields_too_large")
+    return closing_error(431, message, "request_header_fields_too_large")
 
 
-def timeout_response(stage: str, limit: float) -> bytes:
+def timeout_response(stage: ReadState, limit: float) -> bytes:
     """The 408 for a request head or body not received within `limit` seconds."""
-    return error_response(408, f"request {stage} not received within {limit:g}s", "request_timeout")
+    message = f"request {stage.value} not received within {limit:g}s"
+    return closing_error(408, message, "request_timeout")
 
 
 # Response header names seen, checked and lowercased once (an app sends a few names).
@@ -136,10 +151,10 @@ class Cycle:
     an `Exchange` (`sidecar.exchange`) for a route the app serves directly."""
 
     __slots__ = (
-        "_parts", "_scope", "body", "body_size", "chunked", "close_delimited", "complete", "conn",
+        "_parts", "_scope", "body", "body_size", "chunked", "close_delimited", "conn",
         "delivered_end", "disconnected", "expect_continue", "flush_handle", "head_only",
         "headers", "held", "keep_alive", "method", "more_body", "others", "path", "remaining",
-        "started", "task", "waiter", "watcher",
+        "response", "task", "waiter", "watcher",
     )  # fmt: skip
 
     def __init__(
@@ -169,8 +184,7 @@ class Cycle:
         self.waiter: asyncio.Future[None] | None = None
         self.others: list[asyncio.Future[None]] | None = None  # more receive()s at once
         self.disconnected = False
-        self.started = False  # the response head was built (sent or held)
-        self.complete = False  # the whole response was written
+        self.response: ResponseState = PENDING
         self.chunked = False
         self.close_delimited = False  # an HTTP/1.0 response without a length: the close ends it
         self.remaining = 0  # Content-Length bytes still to send
@@ -178,7 +192,7 @@ class Cycle:
         self.held: bytes | None = None  # the response head, until the next write
         self.flush_handle: asyncio.Handle | None = None
         self.task: asyncio.Task[None] | None = None
-        self.watcher: Watch | None = None  # the `watch()` block running, if any
+        self.watcher: ConnectionWatch | None = None  # the `watch()` block running, if any
 
     @property
     def scope(self) -> dict[str, Any]:
@@ -231,15 +245,15 @@ class Cycle:
             await call
         except BaseException as exc:
             _error_log.error("Exception in ASGI application\n", exc_info=exc)
-            if not self.started and not self.disconnected:
+            if self.response is PENDING and not self.disconnected:
                 self._abort(_500)
             else:
                 self._abort()
         else:
-            if not self.started and not self.disconnected:
+            if self.response is PENDING and not self.disconnected:
                 _error_log.error("ASGI callable returned without starting response.")
                 self._abort(_500)
-            elif not self.complete and not self.disconnected:
+            elif self.response is not COMPLETE and not self.disconnected:
                 _error_log.error("ASGI callable returned without completing response.")
                 self._abort()
         finally:
@@ -265,7 +279,7 @@ class Cycle:
             if self.more_body and not self.conn.transport.is_closing():
                 self.conn.transport.write(_CONTINUE)
         while True:
-            if self.disconnected or self.complete:
+            if self.disconnected or self.response is COMPLETE:
                 return {"type": "http.disconnect"}
             if self.body or (not self.more_body and not self.delivered_end):
                 body = self.body
@@ -294,11 +308,12 @@ class Cycle:
         if self.disconnected:
             return
         kind = message["type"]
-        if not self.started:
+        response = self.response
+        if response is PENDING:
             if kind != "http.response.start":
                 raise RuntimeError(f"Expected ASGI message 'http.response.start', got {kind!r}.")
             self._start(message["status"], message.get("headers", ()))
-        elif not self.complete:
+        elif response is STARTED:
             if kind != "http.response.body":
                 raise RuntimeError(f"Expected ASGI message 'http.response.body', got {kind!r}.")
             self._body(message.get("body", b""), message.get("more_body", False))
@@ -330,14 +345,14 @@ class Cycle:
             await self.conn.drain()
         if self.disconnected:
             return
-        if self.started:
+        if self.response is not PENDING:
             raise RuntimeError("Unexpected response after the response started.")
         # The content headers are the front's own (nothing to check); the app's are checked.
         self._start(status, headers or (), _JSON_HEAD % len(body), len(body))
         self._body(body, False)
 
-    def watch(self, armed: bool = True) -> Watch:
-        return Watch(self)
+    def watch(self, armed: bool = True) -> ConnectionWatch:
+        return ConnectionWatch(self)
 
     # -- the response --------------------------------------------------------------------
 
@@ -346,7 +361,7 @@ class Cycle:
     ) -> None:
         """Build the response head (held until the body); `own`: header lines the front
         wrote itself, with the body's `length`."""
-        self.started = True
+        self.response = advance(self.response, STARTED)
         if self.expect_continue and self.more_body:
             # Answered without reading the body the client waits to send (a 413): whether
             # it sends it anyway is unknown, so the connection ends with this response.
@@ -354,15 +369,7 @@ class Cycle:
         self.expect_continue = False
         conn = self.conn
         if conn.access_log:
-            scope = self.scope
-            _access_log.info(
-                '%s - "%s %s HTTP/%s" %d',
-                get_client_addr(scope),  # type: ignore[arg-type]
-                scope["method"],
-                get_path_with_query_string(scope),  # type: ignore[arg-type]
-                scope["http_version"],
-                status,
-            )
+            self._log_access(status)
         content = [_STATUS_LINES[status], conn.default_head(), own]
         close = False
         for name, value in headers:
@@ -404,6 +411,16 @@ class Cycle:
         # A head with a Content-Length waits for the body's first bytes (or the app's end,
         # or its next receive()): a whole response then leaves in one write, and no extra
         # turn of the event loop is spent on a flush that is rarely needed.
+
+    def _log_access(self, status: int) -> None:
+        """The access line, in uvicorn's format: `client - "METHOD target HTTP/v" status`."""
+        client = self.conn.client
+        version, _, query = self._parts
+        target = urllib.parse.quote(self.path)
+        if query:
+            target += "?" + query.decode("latin-1")
+        address = f"{client[0]}:{client[1]}" if client else ""
+        _access_log.info('%s - "%s %s HTTP/%s" %d', address, self.method, target, version, status)
 
     def flush(self) -> None:
         """Write the held head now."""
@@ -447,16 +464,16 @@ class Cycle:
         if not more:
             if self.remaining and not self.head_only:
                 raise RuntimeError("Response content shorter than Content-Length")
-            self.complete = True
+            self.response = advance(self.response, COMPLETE)
             self.wake()  # a pending receive() now reports the disconnect (uvicorn's way)
             if not self.keep_alive:
                 transport.close()
             self.conn.response_done()
 
 
-class Watch(BlockWatch):
-    """`Cycle.watch()`: the block is cancelled as soon as the client leaves (the front
-    knows at once: no watcher task, no timer). As `sidecar.asgi.DisconnectWatch`: the
+class ConnectionWatch(BlockCanceller):
+    """`Cycle.watch()`: the block is cancelled as soon as the client leaves (the connection
+    tells it at once: no watcher task, no timer). As `sidecar.asgi.DisconnectWatch`: the
     block's own cleanup runs, its `CancelledError` is swallowed and `gone` is True;
     cancellations from elsewhere pass through."""
 
@@ -466,7 +483,7 @@ class Watch(BlockWatch):
     def arm(self) -> None:
         pass  # watching from the start costs nothing
 
-    def __enter__(self) -> Watch:
+    def __enter__(self) -> ConnectionWatch:
         self._task = asyncio.current_task()
         self.cycle.watcher = self
         if self.cycle.disconnected:
@@ -480,38 +497,7 @@ class Watch(BlockWatch):
         self.cycle.watcher = None
 
 
-class StageTimer:
-    """The timer for the request stage still awaited (idle, head, body): the lean front's
-    and uvicorn's (`TimeoutsProtocol`) both use it; `_expired` is theirs. One `Deadline`
-    per connection: a request whose head and body arrive apart costs no new timer."""
-
-    loop: asyncio.AbstractEventLoop
-    _stage_deadline: Deadline | None = None
-    _timer_stage = ""  # the stage being timed ("" none)
-
-    def _expired(self) -> None:
-        raise NotImplementedError
-
-    def _arm(self, stage: str, seconds: float) -> None:
-        self._timer_stage = stage
-        deadline = self._stage_deadline
-        if deadline is None:
-            deadline = self._stage_deadline = Deadline(self.loop, self._expired)
-        deadline.set(seconds)
-
-    def _disarm(self) -> None:
-        self._timer_stage = ""
-        if self._stage_deadline is not None:
-            self._stage_deadline.clear()
-
-    def _close_timer(self) -> None:
-        """The connection ended: the timer goes now (it holds the protocol)."""
-        self._timer_stage = ""
-        if self._stage_deadline is not None:
-            self._stage_deadline.close()
-
-
-class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
+class LeanProtocol(asyncio.BufferedProtocol):
     """One client connection (see the module docstring); uvicorn's server makes one per
     accepted connection: `LeanProtocol(config, server_state, app_state)`."""
 
@@ -559,21 +545,22 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         self.active: Cycle | None = None  # the request being answered
         self._deferred: Cycle | None = None  # the active request, started at its body's end
         self.pipeline: deque[Cycle | bytes] = deque()  # requests (or a last error) waiting
-        self.failed = False  # a malformed request was read: nothing more is parsed
         # per request head
         self.url = b""
         self.headers: list[tuple[bytes, bytes]] = []
         self.expect = False
         self._upgrade_asked = False  # the head has an `upgrade` header
-        self._upgrading = False  # httptools takes the request as an upgrade (see `_upgrade`)
         self._body_seen = False  # a feed gave body bytes
         self._framing = 0  # bytes fed since the last body bytes, while a body is awaited
         self._small_body = True  # the head read so far allows reading the body first
         self._head_bytes = 0
         self._unreported = 0  # bytes of the head httptools holds, not yet given as callbacks
-        # timers
-        self.stage = "idle"  # idle | head | body: which part of a request is still awaited
+        self.read = IDLE  # which part of a request is awaited (`sidecar.connstate`)
+        # timers: the keep-alive one, and one for the request stage awaited (one `Deadline`
+        # per connection: a request whose head and body arrive apart costs no new timer)
         self._idle = Deadline(self.loop, self._idle_expired)
+        self._stage_deadline: Deadline | None = None
+        self._timed: ReadState | None = None  # the stage being timed (HEAD or BODY)
 
     # -- asyncio protocol ----------------------------------------------------------------
 
@@ -591,7 +578,7 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         self._close_timer()
         self._idle.close()
         active = self.active
-        if active is not None and not active.complete:
+        if active is not None and active.response is not COMPLETE:
             active.gone()
             self._wake_or_start(active)
         self.pipeline.clear()
@@ -611,13 +598,13 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         self.data_received(self._view[:nbytes])
 
     def data_received(self, data: bytes | memoryview) -> None:
-        if self.failed:
+        if self.read is DONE:
             return
         self._idle.clear()
         while True:  # more than once only after upgrade requests (a loop: never recursion)
-            if self.stage == "head":
+            if self.read is HEAD:
                 self._unreported += len(data)
-            elif self.stage == "body":
+            elif self.read is BODY:
                 self._body_seen = False
             try:
                 self.parser.feed_data(data)
@@ -628,26 +615,32 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
                 data = rest  # also when empty: the body's timer is set below
                 continue
             except httptools.HttpParserError as exc:
+                if isinstance(exc.__context__, ConnStateError):
+                    raise exc.__context__ from None  # the front's bug: never a client's 400
                 if isinstance(exc.__context__, _HeadTooLarge):
                     self._fail(self._too_large())
                 else:
                     _error_log.warning("Invalid HTTP request received.")
                     message = f"malformed HTTP request: {exc}"
-                    self._fail(error_response(400, message, "bad_request"))
+                    self._fail(closing_error(400, message, "bad_request"))
                 return
             break
-        stage = self.stage
-        if stage != "idle":
-            if stage == "head" and self._head_bytes + self._unreported > self.max_head_bytes:
+        read = self.read
+        if read is HEAD:
+            if self._head_bytes + self._unreported > self.max_head_bytes:
                 self._fail(self._too_large())
                 return
-            if stage == "body":
-                self._framing = framing_after(self._framing, self._body_seen, len(data))
-                if self._framing > self.max_head_bytes:
-                    self._fail(self._too_large(FRAMING_TOO_LARGE))
-                    return
-            if self._timer_stage != stage:
-                self._arm(stage, self.head_timeout if stage == "head" else self.body_timeout)
+            if self._timed is not HEAD:
+                self._arm(HEAD, self.head_timeout)
+        elif read is BODY:
+            # Bytes read since the last body bytes are chunk lines and trailer fields, which
+            # escape the head's limit: bounded by it.
+            self._framing = 0 if self._body_seen else self._framing + len(data)
+            if self._framing > self.max_head_bytes:
+                self._fail(self._too_large(_FRAMING_TOO_LARGE))
+                return
+            if self._timed is not BODY:
+                self._arm(BODY, self.body_timeout)
 
     def default_head(self) -> bytes:
         """The server's default header lines (the `date` header), joined once per change:
@@ -690,7 +683,7 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         self._upgrade_asked = False
         self._small_body = True
         self._head_bytes = self._unreported = 0
-        self.stage = "head"
+        self.read = advance(self.read, HEAD)
 
     def on_url(self, url: bytes) -> None:
         self.url += url
@@ -698,7 +691,7 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         self._unreported = 0
 
     def on_header(self, name: bytes, value: bytes) -> None:
-        if self.stage == "body":  # a chunked body's trailer field: read, not used
+        if self.read is BODY:  # a chunked body's trailer field: read, not used
             return
         name = name.lower()
         if name in _FRAMING:
@@ -742,12 +735,13 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
             version != "1.0" and parser.should_keep_alive(),
             self.expect,
         )
-        self.stage = "body"
         self._framing = 0
         if self._upgrade_asked and parser.should_upgrade():
             # httptools ends this request at its head and hands the rest over as another
             # protocol's bytes: `_upgrade` serves them as its body instead.
-            self._upgrading = True
+            self.read = advance(self.read, UPGRADING)
+        else:
+            self.read = advance(self.read, BODY)
         if self.active is None:
             if self.expect or not self._small_body:
                 self._run(cycle)
@@ -762,7 +756,7 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
     def on_body(self, body: bytes) -> None:
         self._body_seen = True
         cycle = self.cycle
-        if cycle is None or cycle.complete or cycle.disconnected:
+        if cycle is None or cycle.response is COMPLETE or cycle.disconnected:
             return
         cycle.body.append(body)
         cycle.body_size += len(body)
@@ -772,10 +766,10 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
             cycle.wake()
 
     def on_message_complete(self) -> None:
-        if self._upgrading:  # not the end: the body follows (see `_upgrade`)
+        if self.read is UPGRADING:  # not the end: the body follows (see `_upgrade`)
             return
-        self.stage = "idle"
-        if self._timer_stage:
+        self.read = advance(self.read, IDLE)
+        if self._timed is not None:
             self._disarm()
         cycle = self.cycle
         if cycle is not None:
@@ -824,15 +818,14 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
             self._run(following)
         else:
             self.resume_reading()
-            if self.stage == "idle":
+            if self.read is IDLE:
                 self._go_idle()
 
     def _fail(self, response: bytes) -> None:
         """Answer a bad request (after the requests before it) and close."""
         cycle = self.cycle
-        broken_body = self.stage == "body" and cycle is not None and cycle.more_body
-        self.failed = True
-        self.stage = "idle"
+        broken_body = self.read in (BODY, UPGRADING) and cycle is not None and cycle.more_body
+        self.read = advance(self.read, DONE)
         self._disarm()
         self.pause_reading()
         if broken_body and cycle is not None:
@@ -840,7 +833,7 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
             if cycle is self.active:
                 # Its app waits (or would wait) for the body: answered now, as uvicorn
                 # does, and the app sees the client gone.
-                if not cycle.started:
+                if cycle.response is PENDING:
                     self.transport.write(response)
                 cycle.gone()
                 self._wake_or_start(cycle)
@@ -863,14 +856,12 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         head declared one, and the requests after it. A CONNECT request's bytes after its
         head are a tunnel's: it is answered, then the connection closes. Returns the bytes
         to parse next (None: nothing more is parsed)."""
-        self._upgrading = False
         cycle = self.cycle
         if cycle is None or cycle.method == "CONNECT":
             _error_log.warning("Unsupported upgrade request.")
-            self.failed = True
-            self.stage = "idle"
+            self.read = advance(self.read, DONE)
             self._disarm()
-            if cycle is not None and not cycle.complete:
+            if cycle is not None and cycle.response is not COMPLETE:
                 cycle.keep_alive = False
                 cycle.more_body = False
                 self._wake_or_start(cycle)
@@ -881,8 +872,9 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         if coding is not None and coding.rsplit(b",", 1)[-1].strip().lower() != b"chunked":
             # A body framed by no length (as httptools refuses it without the upgrade).
             message = "malformed HTTP request: Transfer-Encoding does not end in chunked"
-            self._fail(error_response(400, message, "bad_request"))
+            self._fail(closing_error(400, message, "bad_request"))
             return None
+        self.read = advance(self.read, BODY)
         if chunked or (length is not None and length.strip() not in (b"", b"0")):
             # The new parser is given the body's framing in a head of its own; that head's
             # callbacks are not this request's (`_BodyFirst`).
@@ -918,21 +910,39 @@ class LeanProtocol(StageTimer, asyncio.BufferedProtocol):
         if not self.transport.is_closing():
             self.transport.close()
 
+    def _arm(self, stage: ReadState, seconds: float) -> None:
+        self._timed = stage
+        deadline = self._stage_deadline
+        if deadline is None:
+            deadline = self._stage_deadline = Deadline(self.loop, self._expired)
+        deadline.set(seconds)
+
+    def _disarm(self) -> None:
+        self._timed = None
+        if self._stage_deadline is not None:
+            self._stage_deadline.clear()
+
+    def _close_timer(self) -> None:
+        """The connection ended: the timer goes now (it holds the protocol)."""
+        self._timed = None
+        if self._stage_deadline is not None:
+            self._stage_deadline.close()
+
     def _expired(self) -> None:
-        stage, self._timer_stage = self._timer_stage, ""
+        stage, self._timed = self._timed, None
         transport = self.transport
-        if transport.is_closing():
+        if stage is None or transport.is_closing():
             return
-        limit = self.head_timeout if stage == "head" else self.body_timeout
-        if self.read_paused or (stage == "head" and self.active is not None):
+        limit = self.head_timeout if stage is HEAD else self.body_timeout
+        if self.read_paused or (stage is HEAD and self.active is not None):
             # The server is not reading (a pipelined request waits its turn) or still
             # answers the previous request: not the client's delay. Look again later.
             self._arm(stage, limit)
             return
-        cycle = self.cycle if stage == "body" else None
-        if cycle is None or not cycle.started:
+        cycle = self.cycle if stage is BODY else None
+        if cycle is None or cycle.response is PENDING:
             transport.write(timeout_response(stage, limit))
-        if cycle is not None and not cycle.complete:
+        if cycle is not None and cycle.response is not COMPLETE:
             cycle.gone()
             self._wake_or_start(cycle)
         transport.close()
@@ -977,14 +987,7 @@ def _request_parser(callbacks: object) -> httptools.HttpRequestParser:
     return parser
 
 
-FRAMING_TOO_LARGE = "chunk framing and trailer fields exceed"
-
-
-def framing_after(framing: int, body_seen: bool, nbytes: int) -> int:
-    """The bytes read since the last body bytes, after a read of `nbytes` while a body is
-    awaited (`body_seen`: the read gave body bytes). They are chunk lines and trailer fields,
-    which escape the head's limit: both fronts bound them by it."""
-    return 0 if body_seen else framing + nbytes
+_FRAMING_TOO_LARGE = "chunk framing and trailer fields exceed"
 
 
 def _address(info: Any) -> tuple[str, int] | None:

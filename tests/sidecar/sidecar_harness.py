@@ -13,7 +13,7 @@ from sidecar.engines.base import EngineAdapter
 from sidecar.engines.sglang import SGLangAdapter
 from sidecar.fake_engine import FakeEngine, RunningServer, serve_in_thread
 from sidecar.prompt import ChatTemplate
-from sidecar.server import DEFAULT_FRONT, server_options
+from sidecar.server import server_options
 from sidecar.structural import ForcedChoice
 
 KINDS = ("vllm", "sglang", "trtllm")
@@ -27,7 +27,6 @@ class Deployment:
     kind: str
     engine: FakeEngine
     engine_server: RunningServer
-    front: str = DEFAULT_FRONT  # the sidecars' HTTP front (`--http`)
     sidecars: dict[tuple[object, ...], RunningServer] = field(default_factory=dict)
 
     def sidecar(
@@ -65,7 +64,7 @@ class Deployment:
             )
             template = ChatTemplate.builtin(settings.family, settings.tool_parser)
             app = build_app(config, adapter_for(self.kind), template)
-            self.sidecars[key] = serve_in_thread(app, **server_options(front=self.front))
+            self.sidecars[key] = serve_in_thread(app, **server_options())
         return self.sidecars[key].url
 
     def stop(self) -> None:
@@ -82,11 +81,10 @@ def deploy(
     kind: str,
     *,
     incremental: bool = False,
-    front: str = DEFAULT_FRONT,
     enforces_guided: bool = True,
 ) -> Iterator[Deployment]:
     engine = FakeEngine(kind, incremental=incremental, enforces_guided=enforces_guided)
-    deployment = Deployment(kind, engine, serve_in_thread(engine.app), front=front)
+    deployment = Deployment(kind, engine, serve_in_thread(engine.app))
     try:
         yield deployment
     finally:

@@ -4,7 +4,7 @@ guards of the uvicorn and Jinja internals the sidecar relies on.
 The protocol runs for real (a real ASGI app, the event loop); its transport records each
 `write`, the one thing a socket cannot show (loopback TCP may merge two sends into one
 read). Every HTTP test in this directory serves the sidecar over real sockets
-(`sidecar_harness`), on both fronts.
+(`sidecar_harness`).
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import pytest
 import uvicorn
 from uvicorn.server import ServerState
 
+from sidecar.config import DEFAULT_HEAD_TIMEOUT
 from sidecar.front import LeanProtocol
-from sidecar.server import TimeoutsProtocol, server_options
+from sidecar.server import server_options
 
 App = Callable[[Any, Any, Any], Awaitable[None]]
 JSON_BODY = b'{"ok":true}'
@@ -54,23 +54,15 @@ class RecordingTransport(asyncio.Transport):
         pass
 
 
-# The fronts that send a whole response in one write: the lean front (uvicorn's writes the
-# head and the body separately).
-ONE_WRITE = {"lean": LeanProtocol}
-
-
-@pytest.fixture(params=sorted(ONE_WRITE))
-def front(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-async def serve(front: str, app: App, request: bytes) -> tuple[Any, RecordingTransport]:
+async def serve(
+    app: App, request: bytes, head_timeout: float = DEFAULT_HEAD_TIMEOUT
+) -> tuple[Any, RecordingTransport]:
     """A protocol with the sidecar's settings, connected, fed `request` through the same
     buffered-read path a socket uses."""
-    options = server_options(front=front)
+    options = server_options(head_timeout=head_timeout)
     config = uvicorn.Config(app, log_level="warning", lifespan="off", **options)
     config.load()
-    assert config.http_protocol_class is ONE_WRITE[front]
+    assert issubclass(config.http_protocol_class, LeanProtocol)
     protocol = config.http_protocol_class(config, ServerState(), {})
     transport = RecordingTransport()
     protocol.connection_made(transport)
@@ -106,9 +98,9 @@ async def json_app(scope: Any, receive: Any, send: Any) -> None:
     await send({"type": "http.response.body", "body": JSON_BODY})
 
 
-def test_a_whole_response_is_one_write(front: str) -> None:
+def test_a_whole_response_is_one_write() -> None:
     async def main() -> list[bytes]:
-        _, transport = await serve(front, json_app, GET)
+        _, transport = await serve(json_app, GET)
         await turns()
         return transport.writes
 
@@ -118,9 +110,9 @@ def test_a_whole_response_is_one_write(front: str) -> None:
     assert writes[0].endswith(b"\r\n\r\n" + JSON_BODY)
 
 
-def test_two_requests_on_one_connection_each_get_one_write(front: str) -> None:
+def test_two_requests_on_one_connection_each_get_one_write() -> None:
     async def main() -> list[bytes]:
-        protocol, transport = await serve(front, json_app, GET)
+        protocol, transport = await serve(json_app, GET)
         await turns()
         feed(protocol, GET)
         await turns()
@@ -131,7 +123,7 @@ def test_two_requests_on_one_connection_each_get_one_write(front: str) -> None:
     assert all(w.startswith(b"HTTP/1.1 200 OK") and w.endswith(JSON_BODY) for w in writes)
 
 
-def test_a_stream_head_goes_out_before_its_first_event_is_ready(front: str) -> None:
+def test_a_stream_head_goes_out_before_its_first_event_is_ready() -> None:
     """The held head is sent when the loop turns, not only with the next write."""
 
     async def main() -> list[list[bytes]]:
@@ -152,7 +144,7 @@ def test_a_stream_head_goes_out_before_its_first_event_is_ready(front: str) -> N
                 seen.append(list(transport.writes))  # written at once, not held
             await send({"type": "http.response.body", "body": b""})
 
-        _, transport = await serve(front, app, GET)
+        _, transport = await serve(app, GET)
         await turns()
         seen.append(list(transport.writes))
         first_event.set()
@@ -168,7 +160,7 @@ def test_a_stream_head_goes_out_before_its_first_event_is_ready(front: str) -> N
     assert final[-1] == b"0\r\n\r\n"
 
 
-def test_head_and_first_event_sent_together_when_ready_together(front: str) -> None:
+def test_head_and_first_event_sent_together_when_ready_together() -> None:
     async def main() -> list[bytes]:
         async def app(scope: Any, receive: Any, send: Any) -> None:
             await send({"type": "http.response.start", "status": 200, "headers": []})
@@ -176,7 +168,7 @@ def test_head_and_first_event_sent_together_when_ready_together(front: str) -> N
             await asyncio.sleep(0)
             await send({"type": "http.response.body", "body": b""})
 
-        _, transport = await serve(front, app, GET)
+        _, transport = await serve(app, GET)
         await turns()
         return transport.writes
 
@@ -186,7 +178,7 @@ def test_head_and_first_event_sent_together_when_ready_together(front: str) -> N
     assert writes[1] == b"0\r\n\r\n"
 
 
-def test_a_sized_head_waits_for_its_body_across_loop_turns(front: str) -> None:
+def test_a_sized_head_waits_for_its_body_across_loop_turns() -> None:
     """A Content-Length response: the head waits for the body (one write), however many
     turns the app takes in between; an app that waits for the client sends its head."""
 
@@ -201,10 +193,10 @@ def test_a_sized_head_waits_for_its_body_across_loop_turns(front: str) -> None:
                 await receive()  # the app turns to the client: the head goes out first
             await send({"type": "http.response.body", "body": JSON_BODY})
 
-        _, transport = await serve(front, app, GET)
+        _, transport = await serve(app, GET)
         await asyncio.sleep(0.2)
         waiting_app = b"GET /wait HTTP/1.1\r\nhost: x\r\n\r\n"
-        _, waiting = await serve(front, app, waiting_app)
+        _, waiting = await serve(app, waiting_app)
         await asyncio.sleep(0.2)
         return transport.writes, waiting.writes
 
@@ -215,9 +207,9 @@ def test_a_sized_head_waits_for_its_body_across_loop_turns(front: str) -> None:
     assert waiting[1] == JSON_BODY
 
 
-def test_a_head_response_without_body_write_is_still_sent(front: str) -> None:
+def test_a_head_response_without_body_write_is_still_sent() -> None:
     async def main() -> list[bytes]:
-        _, transport = await serve(front, json_app, b"HEAD / HTTP/1.1\r\nhost: x\r\n\r\n")
+        _, transport = await serve(json_app, b"HEAD / HTTP/1.1\r\nhost: x\r\n\r\n")
         await turns()
         return transport.writes
 
@@ -226,7 +218,7 @@ def test_a_head_response_without_body_write_is_still_sent(front: str) -> None:
     assert writes[0].startswith(b"HTTP/1.1 200 OK") and writes[0].endswith(b"\r\n\r\n")
 
 
-def test_a_held_head_is_written_before_the_connection_closes(front: str) -> None:
+def test_a_held_head_is_written_before_the_connection_closes() -> None:
     """An app failing after starting its response: uvicorn closes the connection; the head
     must precede the close (as it did when written at once)."""
 
@@ -235,7 +227,7 @@ def test_a_held_head_is_written_before_the_connection_closes(front: str) -> None
             await send({"type": "http.response.start", "status": 200, "headers": []})
             raise RuntimeError("app failed mid-response")
 
-        _, transport = await serve(front, app, GET)
+        _, transport = await serve(app, GET)
         await turns()
         return transport
 
@@ -244,10 +236,10 @@ def test_a_held_head_is_written_before_the_connection_closes(front: str) -> None
     assert len(transport.writes) == 1 and transport.writes[0].startswith(b"HTTP/1.1 200 OK")
 
 
-def test_connection_close_request_gets_the_whole_response_then_the_close(front: str) -> None:
+def test_connection_close_request_gets_the_whole_response_then_the_close() -> None:
     async def main() -> RecordingTransport:
         _, transport = await serve(
-            front, json_app, b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"
+            json_app, b"GET / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n"
         )
         await turns()
         return transport
@@ -257,7 +249,7 @@ def test_connection_close_request_gets_the_whole_response_then_the_close(front: 
     assert len(transport.writes) == 1 and transport.writes[0].endswith(JSON_BODY)
 
 
-def test_expect_100_continue_keeps_the_order(front: str) -> None:
+def test_expect_100_continue_keeps_the_order() -> None:
     async def main() -> list[bytes]:
         async def app(scope: Any, receive: Any, send: Any) -> None:
             message = await receive()
@@ -272,7 +264,7 @@ def test_expect_100_continue_keeps_the_order(front: str) -> None:
             await send({"type": "http.response.body", "body": body})
 
         head = b"POST / HTTP/1.1\r\nhost: x\r\nexpect: 100-continue\r\ncontent-length: 5\r\n\r\n"
-        protocol, transport = await serve(front, app, head)
+        protocol, transport = await serve(app, head)
         await turns()
         interim = b"".join(transport.writes)
         feed(protocol, b"hello")
@@ -300,34 +292,20 @@ def _pinned(requirement: str) -> tuple[tuple[int, int], tuple[int, int]]:
     return (a, b), (c, d)
 
 
-def test_the_uvicorn_internals_used_are_there_in_the_pinned_range() -> None:
-    """`TimeoutsProtocol` (the `--http uvicorn` front) overrides uvicorn's parser callbacks
-    and reads its protocol's state; a 408 written through them proves they still work."""
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
+def test_the_uvicorn_range_the_front_was_tested_with_is_the_pinned_one() -> None:
+    """`sidecar.front.LeanProtocol` uses uvicorn's server hooks for protocols
+    (`tests/sidecar/test_front.py` names them): the installed uvicorn is a tested one."""
     from sidecar import server
 
     assert _pinned("uvicorn") == server.UVICORN_TESTED
-    assert server._uvicorn_tested()  # the installed uvicorn is a tested one
-    for hook in ("on_message_begin", "on_headers_complete", "on_message_complete",
-                 "data_received", "connection_made", "connection_lost"):  # fmt: skip
-        assert callable(getattr(HttpToolsProtocol, hook)), hook
+    assert server._uvicorn_tested()
 
+
+def test_an_incomplete_head_is_a_408_after_the_head_timeout() -> None:
     async def main() -> tuple[Any, RecordingTransport]:
-        options = server_options(front="uvicorn", head_timeout=0.05)
-        config = uvicorn.Config(json_app, log_level="warning", lifespan="off", **options)
-        config.load()
-        protocol = config.http_protocol_class(config, ServerState(), {})
-        assert isinstance(protocol, TimeoutsProtocol)
-        transport = RecordingTransport()
-        protocol.connection_made(transport)
-        protocol.data_received(GET)  # a whole request: served
+        protocol, transport = await serve(json_app, GET, head_timeout=0.05)  # served whole
         await turns()
-        for name in ("cycle", "flow", "transport", "loop", "timeout_keep_alive", "parser"):
-            assert hasattr(protocol, name), name
-        assert isinstance(protocol.flow.read_paused, bool)
-        assert protocol.cycle is not None and protocol.cycle.response_started
-        protocol.data_received(GET[:10])  # half a head: 408 after the head timeout
+        feed(protocol, GET[:10])  # half a head
         await asyncio.sleep(0.3)
         return protocol, transport
 

@@ -16,6 +16,7 @@ import openai
 import pytest
 
 from sidecar.cli import main
+from sidecar.config import DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT
 from sidecar.fake_engine import FakeEngine, RunningServer, Script, serve_in_thread
 
 BIN = Path(sys.executable).parent
@@ -293,18 +294,20 @@ def test_access_log_follows_the_log_level(level: str, logged: bool) -> None:
 
 
 @INDEPENDENT
-@pytest.mark.parametrize(("flags", "front"), [([], "lean"), (["--http", "uvicorn"], "uvicorn"),
-                                              (["--http", "lean"], "lean")])  # fmt: skip
-def test_the_http_flag_picks_the_front(
-    flags: list[str], front: str, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    ("flags", "timeouts"),
+    [([], (DEFAULT_HEAD_TIMEOUT, DEFAULT_BODY_TIMEOUT)),
+     (["--request-head-timeout", "3", "--request-body-timeout", "7"], (3.0, 7.0))],
+)  # fmt: skip
+def test_connections_are_served_by_the_sidecars_front_with_its_timeouts(
+    flags: list[str], timeouts: tuple[float, float], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from sidecar.front import LeanProtocol
-    from sidecar.server import TimeoutsProtocol
 
     served: dict[str, object] = {}
     monkeypatch.setattr("uvicorn.run", lambda app, **options: served.update(options))
     argv = ["vllm", "--engine-url", "http://127.0.0.1:9", "--model", "m", *flags]
     assert main(argv, environ={}) == 0
     protocol = served["http"]
-    assert isinstance(protocol, type)
-    assert issubclass(protocol, LeanProtocol if front == "lean" else TimeoutsProtocol)
+    assert isinstance(protocol, type) and issubclass(protocol, LeanProtocol)
+    assert (protocol.head_timeout, protocol.body_timeout) == timeouts

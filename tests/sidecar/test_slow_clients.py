@@ -18,7 +18,7 @@ from sidecar.app import build_app
 from sidecar.config import SidecarConfig, Timeouts
 from sidecar.fake_engine import serve_in_thread
 from sidecar.prompt import ChatTemplate
-from sidecar.server import FRONTS, server_options
+from sidecar.server import server_options
 
 pytestmark = pytest.mark.parser_mode_independent(
     reason="connection handling happens before any request is parsed"
@@ -32,17 +32,15 @@ HEAD = (
 )
 
 
-@pytest.fixture(scope="module", params=FRONTS)
-def sidecar(request: pytest.FixtureRequest) -> Iterator[tuple[str, int]]:
+@pytest.fixture(scope="module")
+def sidecar() -> Iterator[tuple[str, int]]:
     gen = deploy("vllm")
     deployment: Deployment = next(gen)
     settings = load_settings({})
     config = SidecarConfig("vllm", deployment.engine_server.url, MODEL, settings,
                            timeouts=Timeouts(read=10))  # fmt: skip
     app = build_app(config, adapter_for("vllm"), ChatTemplate.builtin(None, None))
-    options = server_options(
-        head_timeout=HEAD_TIMEOUT, body_timeout=BODY_TIMEOUT, front=request.param
-    )
+    options = server_options(head_timeout=HEAD_TIMEOUT, body_timeout=BODY_TIMEOUT)
     server = serve_in_thread(app, **{**options, "timeout_keep_alive": KEEP_ALIVE})
     try:
         yield server.url, int(server.url.rsplit(":", 1)[1])
