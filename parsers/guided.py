@@ -227,7 +227,7 @@ class JsonCallObject:
 
 
 class GuidedScanner(CallScanner):
-    """Guided JSON of a forced tool choice; `start` is "" (the engine saw the first char)."""
+    """Guided JSON of a forced tool choice; `start` is "" (the runner saw the first char)."""
 
     def __init__(self, named_tool: str | None) -> None:
         self._named = named_tool

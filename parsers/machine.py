@@ -262,7 +262,7 @@ class MarkerMachine(FamilyMachine):
     ) -> Callable[[str], list[Delta]]:
         """The chunk-to-deltas function with the streaming fast paths (`deltas`) for this
         machine's `emitter`. (`general` is not needed: `deltas` itself sends other chunks
-        through `feed` and `emitter.push`, long ones in pieces; the engine binds it only until
+        through `feed` and `emitter.push`, long ones in pieces; the runner binds it only until
         finish.)"""
         self._push = emitter.push
         self._args = emitter.args

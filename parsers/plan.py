@@ -1,8 +1,9 @@
-"""The per-request parse plan: the one object the parser engines consume.
+"""The per-request parse plan: the one object the parse runner consumes.
 
 The request policy (`parsers.policy`, docs/parser-selection.md) turns settings + request + rendered
-prompt into a `ParsePlan`; the engines (`parsers.v1`, `parsers.v2`) only follow it. Keeping
-the decision here, apart from the state machines, lets both be tested on their own.
+prompt into a `ParsePlan`; the runner (`parsers.runner`: both generations, V1 legacy jail and
+V2 unified parser, in the same machines) and the batch path (`parsers.batch`) only follow it.
+Keeping the decision here, apart from the state machines, lets both be tested on their own.
 """
 
 from __future__ import annotations

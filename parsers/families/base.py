@@ -1,14 +1,15 @@
-"""The family contract: what a model family module provides to the two parser engines.
+"""The family contract: what a model family module provides to the parse runner.
 
-A family describes its output grammar once; both engines (V1 legacy jail, `parsers.v1`, and V2
-unified parser, `parsers.v2`) run it. See docs/parsers-internals.md for how to add one.
+A family describes its output grammar once; both generations (V1 legacy jail and V2 unified
+parser, a `Generation` of the same machines, `parsers.machine`) run it. See
+docs/parsers-internals.md for how to add one.
 
 Two shapes of family:
 
 * Marker families (Hermes, Qwen3-Coder, GLM, DeepSeek DSML, Kimi K2, Gemma 4): free text with
   call regions that begin at a start marker. They subclass `ToolGrammar` (start markers, V1 jail
   end markers, an incremental `CallScanner` for the text after a start marker) and use a
-  `ReasoningGrammar` (open/close markers). The engines do everything else: reasoning/content
+  `ReasoningGrammar` (open/close markers). The machines do everything else: reasoning/content
   splitting, marker hold-back, quote awareness (V2), guided JSON, tool_choice filtering.
 * Channel families (Kimi K3, Muse): the whole output is a channel grammar. They subclass
   `ChannelGrammar` and build their own `FamilyMachine` per request, reusing the shared
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 
 Channel = Literal["content", "reasoning"]
 Generation = Literal[1, 2]
-PIECE = 2048  # the longest chunk a machine is fed at once (the engine cuts longer ones)
+PIECE = 2048  # the longest chunk a machine is fed at once (the runner cuts longer ones)
 
 
 # --- events -------------------------------------------------------------------------------
@@ -162,9 +163,9 @@ class ScanResult(Record):
     """What a `CallScanner` returns for each `feed`/`finish`.
 
     status "more": the region goes on, feed more text.
-    status "done": the region ended; `rest` is text after it (the engine scans it as content).
+    status "done": the region ended; `rest` is text after it (the runner scans it as content).
     status "reject": not a call after all (only allowed before any event was returned): the
-        engine emits the start marker as text and re-scans `rest`, which must be exactly all
+        runner emits the start marker as text and re-scans `rest`, which must be exactly all
         text fed since the start marker.
     """
 
@@ -182,7 +183,7 @@ class ScanResult(Record):
 class CallScanner(ABC):
     """Incremental parser for one call region, fed the text that follows a start marker.
 
-    Rules (the engines and the property tests rely on them):
+    Rules (the machines and the property tests rely on them):
     * Chunk invariance: the merged events, status and rest must not depend on how the input
       is split between `feed` calls.
     * Linear: never re-scan text already consumed; hold back only what may still change.
@@ -203,7 +204,7 @@ class CallScanner(ABC):
     def stream(self, text: str) -> str | None:
         """Streaming fast path (V2): when `feed(text)` would only stream argument text (one
         `CallArgs(fragment)` or none, status "more"), do exactly what it does and return the
-        fragment ("" for none); otherwise None, having changed nothing. The engine then skips
+        fragment ("" for none); otherwise None, having changed nothing. The runner then skips
         the event and result objects (most of a few-character feed's cost). Optional."""
         return None
 
@@ -234,8 +235,8 @@ class ToolGrammar(ABC):
     def batch_call(self, text: str, pos: int, start: str, ctx: CallContext) -> BatchCall | None:
         """The complete call of the region opened by `start` whose text begins at `pos` of the
         whole output `text`, exactly as `scanner(start, ctx)` reads it (V2), with the offset
-        after the region; None whenever that is not certain (the engine then parses the
-        output). Default: no batch grammar, the engine parses every output of the family."""
+        after the region; None whenever that is not certain (the runner then parses the
+        output). Default: no batch grammar, the runner parses every output of the family."""
         return None
 
 
@@ -323,8 +324,8 @@ class FamilyMachine(ABC):
     def fast_feed(
         self, emitter: Emitter, general: Callable[[str], list[Delta]]
     ) -> Callable[[str], list[Delta]]:
-        """The engine's per-chunk function (`StreamParser.feed`): `general` is
-        `emitter.push(self.feed(chunk))` with the engine's checks. A machine may return its
+        """The runner's per-chunk function (`StreamParser.feed`): `general` is
+        `emitter.push(self.feed(chunk))` with the runner's checks. A machine may return its
         own function that answers the common streaming chunks directly (same deltas, fewer
         objects: a few-character feed is mostly fixed costs) and calls `general` otherwise;
         it is used until `finish`."""
@@ -354,7 +355,7 @@ class ChannelGrammar(ABC):
     ) -> tuple[ToolGrammar | None, ReasoningGrammar | None] | None:
         """When `machine(plan, 2, ...)` is a plain `MarkerMachine`, its tool and reasoning
         grammars (the batch path then walks them); None (default) leaves every output of the
-        family to the engine."""
+        family to the runner."""
         return None
 
     def batch_message(
@@ -363,7 +364,7 @@ class ChannelGrammar(ABC):
         """The family's own whole-output reader (when `batch_grammars` gives none): exactly
         what `machine(plan, 2, ctx)` makes of the whole output `text` (a plan that is not a
         forced choice): content pieces, reasoning pieces, calls (native id or None, name,
-        arguments); None (default) for anything it does not decide: the engine runs."""
+        arguments); None (default) for anything it does not decide: the runner parses it."""
         return None
 
 

@@ -12,7 +12,7 @@ parsing feeds the same scanner the whole text, so stream and batch cannot disagr
 Tolerated beyond the grammar (the model's own slips, as other servers accept them): keys
 wrapped in `<|"|>`, whitespace around keys/values, trailing commas, and a bare word value
 (`unit:celsius`) which becomes a string. Anything else is an error at the offending
-character, so the engine can return the call's text as content verbatim and rescan from there
+character, so the runner can return the call's text as content verbatim and rescan from there
 (a malformed call never swallows the call after it).
 """
 
@@ -106,7 +106,7 @@ class CallScanner(Record):
     # variable), which made a long bare value, key, name or call quadratic across feeds.
     name: str | None
     # The call looks real: its first `key:` (or its closing brace) arrived. Before that a
-    # failure is "not a call" and the engine returns the text verbatim.
+    # failure is "not a call" and the runner returns the text verbatim.
     committed: bool
     fragments: list[str]  # argument JSON pieces not yet taken
     mode: Mode

@@ -396,7 +396,7 @@ def _plain_call(text: str, pos: int, ctx: CallContext) -> BatchCall | None:
     for raw_key, raw in pairs:
         key = raw_key.strip()
         if len(key) > _MAX_NAME:
-            return None  # not a key: the engine ends the call there
+            return None  # not a key: the runner ends the call there
         value = raw.strip("\r\n")
         first = raw.lstrip(" \t\r\n")[:1]
         if declared:

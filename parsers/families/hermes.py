@@ -124,7 +124,7 @@ class HermesScanner(CallScanner):
 
     def finish(self) -> ScanResult:
         if self._after:
-            # blanks after the object at the end of output: the engine's blank rule decides
+            # blanks after the object at the end of output: the runner's blank rule decides
             return ScanResult([], "done", "".join(self._blanks) + self._partial)
         if not self._obj.committed:
             return ScanResult([], "reject", "".join(self._fed))
@@ -146,6 +146,6 @@ class HermesGrammar(ToolGrammar):
 
     # --- whole-output batch grammar (parsers.batch) ---
     def batch_call(self, text: str, pos: int, start: str, ctx: CallContext) -> BatchCall | None:
-        # the call shape above; anything else (escapes, cut-off, ...) is the engine's
+        # the call shape above; anything else (escapes, cut-off, ...) is the runner's
         found = _whole(text, pos)
         return None if found is None else ([(None, found[0], found[1])], found[2])

@@ -583,7 +583,7 @@ class _Scanner(CallScanner):
             if call is not None:
                 rest = call.feed(buf, final)
                 if call.failed and not self._section and not self._emitted:
-                    # A bare start marker that is not a call: the engine re-scans the text.
+                    # A bare start marker that is not a call: the runner re-scans the text.
                     return ScanResult([], "reject", call.raw[len(CALL_BEGIN) :] + (rest or ""))
                 if call.failed:  # a malformed call is content, verbatim
                     self._text(events, call.raw)

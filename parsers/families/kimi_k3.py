@@ -334,7 +334,7 @@ class KimiK3Machine(FamilyMachine):
         return out
 
     def finish(self, reason: str = "stop") -> list[Event]:
-        # Let go of the engine's feed: kept past the end it makes engine and machine a
+        # Let go of the runner's feed: kept past the end it makes runner and machine a
         # reference cycle, freed only by the cyclic collector.
         self._general = self._unbound
         out: list[Event] = []
@@ -744,7 +744,7 @@ class KimiK3Machine(FamilyMachine):
 # --- whole-output batch grammar (parsers.batch) ---
 # The common shape of a whole V2 output, read with regexes for the markers as models write
 # them (no blanks inside a marker, `key` then `type`, `tool` then `index`); any other shape
-# returns None and the engine runs. Exact by these arguments: prose (think/response) is
+# returns None and the runner parses it. Exact by these arguments: prose (think/response) is
 # taken up to the canonical close of its channel, and every token in it must be one that
 # `read_marker` calls text (a real marker there: None); a close marker is never quote-checked;
 # the openers taken at the top level (think, tools, call) come after a channel change (the
@@ -783,7 +783,7 @@ def batch_message(
 ) -> tuple[list[str], list[str], list[BatchCall]] | None:
     """`KimiK3Machine(plan, 2, ctx)`'s content pieces, reasoning pieces and calls (native id,
     name, arguments) for the whole output `text`, or None for a shape this reader does not
-    take (see above). The plan is not forced (`parsers.batch` leaves those to the engine)."""
+    take (see above). The plan is not forced (`parsers.batch` leaves those to the runner)."""
     if not plan.reasoning_channel:
         return None  # thinking off: think markers dropped, their text is layout-ruled content
     tools_on = plan.parse_tools
@@ -801,7 +801,7 @@ def batch_message(
     while pos >= 0:
         m = top(text, pos)
         if m is None:
-            return None  # text outside the channels, another marker: the engine's
+            return None  # text outside the channels, another marker: the runner's
         kind = m.lastgroup
         pos = m.end()
         if kind == "thought":
@@ -870,7 +870,7 @@ def _batch_calls(
         if "&" in name:
             name = decode_attr(name)
         if not name.strip():
-            return -1  # not a call: its text is content (the engine's)
+            return -1  # not a call: its text is content (the runner's)
         if index is not None and "&" in index:
             index = decode_attr(index)
         pos = head.end()
@@ -897,7 +897,7 @@ def _batch_calls(
                 parts.append(f"{dumps(key)}:{canonical_json(value) or dumps(value)}")
         end = _B_CALL_END.match(text, pos)
         if end is None:
-            return -1  # cut off, a stray or malformed marker: the engine's
+            return -1  # cut off, a stray or malformed marker: the runner's
         pos = end.end()
         if json_text is not None:
             args = json_text if json_text.strip(_WS) else "{}"

@@ -226,7 +226,7 @@ class AtemScanner(Record):
         """The current invoke is malformed or unterminated.
 
         Before it was committed nothing went out: its text is content, verbatim. After, the
-        engine force-closes the call (`abort`, with the text closing its JSON).
+        runner force-closes the call (`abort`, with the text closing its JSON).
         """
         if not self._committed:
             self._text("".join(self._invoke_raw))
@@ -332,7 +332,7 @@ class AtemScanner(Record):
 # layout, a value runs to the first `</atem:parameter>`, a declared string or a value whose
 # first non-blank character cannot start JSON is the string as written, any other value its
 # canonical JSON when it is JSON, else the string. Anything else (text between tags, a
-# blank invoke name, a malformed or unterminated tag): None, the engine's.
+# blank invoke name, a malformed or unterminated tag): None, the runner's.
 
 _B_TOP = re.compile(
     r"[ \t\r\n]*(?:(?P<block><atem:function_calls>|</atem:function_calls>)"
@@ -367,7 +367,7 @@ def batch_calls(
     while True:
         top = _B_TOP.match(text, pos, end)
         if top is None:
-            return None  # text between tags: content, the engine's
+            return None  # text between tags: content, the runner's
         pos = top.end()
         kind = top.lastgroup
         if kind == "end":
@@ -380,7 +380,7 @@ def batch_calls(
             if not name.strip():
                 return None  # not a call: text
             found = _B_PARAMS.findall(params)
-            # a tag longer than `_MAX_TAG` is not one (`_name_tag_at`): the engine's
+            # a tag longer than `_MAX_TAG` is not one (`_name_tag_at`): the runner's
             if len(name) > _MAX_NAME_IN["invoke"] or any(
                 len(k) > _MAX_NAME_IN["parameter"] for k, _ in found
             ):
@@ -405,7 +405,7 @@ def batch_calls(
                 pos = param.end()
                 break
             if param.end() - text.index("<", param.start()) > _MAX_TAG:
-                return None  # not a tag (`_name_tag_at`): the engine's
+                return None  # not a tag (`_name_tag_at`): the runner's
             if key is None:
                 key = key2
             start = param.end()
