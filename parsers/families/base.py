@@ -159,7 +159,7 @@ ScanStatus = Literal["more", "done", "reject"]
 BatchCall = tuple[list[tuple[str | None, str, str]], int]
 
 
-class ScanResult(Record):
+class ScanStep(Record):
     """What a `CallScanner` returns for each `feed`/`finish`.
 
     status "more": the region goes on, feed more text.
@@ -196,10 +196,10 @@ class CallScanner(ABC):
     """
 
     @abstractmethod
-    def feed(self, text: str) -> ScanResult: ...
+    def feed(self, text: str) -> ScanStep: ...
 
     @abstractmethod
-    def finish(self) -> ScanResult: ...
+    def finish(self) -> ScanStep: ...
 
     def stream(self, text: str) -> str | None:
         """Streaming fast path (V2): when `feed(text)` would only stream argument text (one

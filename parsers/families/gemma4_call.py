@@ -91,7 +91,7 @@ class _Frame(Record):
         self.count = count
 
 
-class CallScanner(Record):
+class CallReader(Record):
     """Feed the text following `<|tool_call>`; read `name`, `fragments`, `mode`.
 
     `feed` returns "" while the call is open. Once it ended (`mode == "done"`) it returns the

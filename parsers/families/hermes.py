@@ -10,7 +10,7 @@ from parsers.families.base import (
     CallContext,
     CallScanner,
     Event,
-    ScanResult,
+    ScanStep,
     ToolGrammar,
 )
 from parsers.guided import JsonCallObject
@@ -93,7 +93,7 @@ class HermesScanner(CallScanner):
             self._fed.append(text)
         return fragment
 
-    def feed(self, text: str) -> ScanResult:
+    def feed(self, text: str) -> ScanStep:
         self._fed.append(text)
         events: list[Event] = []
         i = 0
@@ -102,11 +102,11 @@ class HermesScanner(CallScanner):
             events.extend(ev)
             if self._obj.error is not None:
                 if not self._obj.committed:
-                    return ScanResult([], "reject", "".join(self._fed))
+                    return ScanStep([], "reject", "".join(self._fed))
                 self._force(events)
-                return ScanResult(events, "done", text[i:])
+                return ScanStep(events, "done", text[i:])
             if not self._obj.done:
-                return ScanResult(events)
+                return ScanStep(events)
             self._after = True
         data = text[i:]
         if self._partial:
@@ -115,22 +115,22 @@ class HermesScanner(CallScanner):
             rest = data.lstrip(_WS)
             self._blanks.append(data[: len(data) - len(rest)])
         if rest.startswith(CLOSE):
-            return ScanResult(events, "done", rest[len(CLOSE) :])
+            return ScanStep(events, "done", rest[len(CLOSE) :])
         if rest and not _CLOSE_SET.is_partial(rest):
             # no closer: the whitespace after the call stays content (lossless)
-            return ScanResult(events, "done", "".join(self._blanks) + rest)
+            return ScanStep(events, "done", "".join(self._blanks) + rest)
         self._partial = rest
-        return ScanResult(events)
+        return ScanStep(events)
 
-    def finish(self) -> ScanResult:
+    def finish(self) -> ScanStep:
         if self._after:
             # blanks after the object at the end of output: the runner's blank rule decides
-            return ScanResult([], "done", "".join(self._blanks) + self._partial)
+            return ScanStep([], "done", "".join(self._blanks) + self._partial)
         if not self._obj.committed:
-            return ScanResult([], "reject", "".join(self._fed))
+            return ScanStep([], "reject", "".join(self._fed))
         events: list[Event] = []
         self._force(events)
-        return ScanResult(events, "done")
+        return ScanStep(events, "done")
 
 
 class HermesGrammar(ToolGrammar):

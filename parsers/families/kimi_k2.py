@@ -41,7 +41,7 @@ from parsers.families.base import (
     CallScanner,
     Event,
     ReasoningGrammar,
-    ScanResult,
+    ScanStep,
     Text,
     ToolGrammar,
     scanned_region,
@@ -555,7 +555,7 @@ class _Scanner(CallScanner):
             return ""
         return None
 
-    def feed(self, text: str) -> ScanResult:
+    def feed(self, text: str) -> ScanStep:
         if len(text) <= _FEED_STEP:
             return self._scan(text, final=False)
         # A long feed (V1 hands over the whole jailed region) in bounded steps: each marker
@@ -569,12 +569,12 @@ class _Scanner(CallScanner):
             pos += _FEED_STEP
             events += result.events
             if result.status != "more" or pos >= len(text):
-                return ScanResult(events, result.status, result.rest + text[pos:])
+                return ScanStep(events, result.status, result.rest + text[pos:])
 
-    def finish(self) -> ScanResult:
+    def finish(self) -> ScanStep:
         return self._scan("", final=True)
 
-    def _scan(self, text: str, final: bool) -> ScanResult:
+    def _scan(self, text: str, final: bool) -> ScanStep:
         events: list[Event] = []
         buf = self._buf + text
         self._buf = ""
@@ -584,25 +584,25 @@ class _Scanner(CallScanner):
                 rest = call.feed(buf, final)
                 if call.failed and not self._section and not self._emitted:
                     # A bare start marker that is not a call: the runner re-scans the text.
-                    return ScanResult([], "reject", call.raw[len(CALL_BEGIN) :] + (rest or ""))
+                    return ScanStep([], "reject", call.raw[len(CALL_BEGIN) :] + (rest or ""))
                 if call.failed:  # a malformed call is content, verbatim
                     self._text(events, call.raw)
                 else:
                     self._events(events, call.events)
                     call.events.clear()
                 if rest is None:
-                    return ScanResult(events)
+                    return ScanStep(events)
                 self._call = None
                 buf = rest
                 if not self._section:
-                    return ScanResult(events, "done", buf)
+                    return ScanStep(events, "done", buf)
                 continue
             done, buf = self._section_text(buf, events, final)
             if done:
-                return ScanResult(events, "done", buf)
+                return ScanStep(events, "done", buf)
             if self._call is None:
                 self._buf = buf
-                return ScanResult(events, "done" if final else "more", "")
+                return ScanStep(events, "done" if final else "more", "")
 
     def _section_text(self, buf: str, events: list[Event], final: bool) -> tuple[bool, str]:
         """Scan section text up to the next call (opened in self._call) or the section end."""

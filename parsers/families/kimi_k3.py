@@ -53,7 +53,7 @@ from parsers.families.base import (
     Event,
     FamilyMachine,
     Generation,
-    ScanResult,
+    ScanStep,
     Text,
 )
 from parsers.guided import GuidedScanner
@@ -511,7 +511,7 @@ class KimiK3Machine(FamilyMachine):
         res = scanner.feed(data[pos:])
         if res.status == "more" and final:
             end = scanner.finish()
-            res = ScanResult(res.events + end.events, end.status, end.rest)
+            res = ScanStep(res.events + end.events, end.status, end.rest)
         out.extend(res.events)
         if res.status == "more":
             return data, len(data)

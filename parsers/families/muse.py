@@ -40,7 +40,7 @@ from parsers.families.base import (
     Event,
     FamilyMachine,
     Generation,
-    ScanResult,
+    ScanStep,
     Text,
 )
 from parsers.families.muse_atem import AtemScanner, batch_calls
@@ -232,10 +232,10 @@ class MuseMachine(FamilyMachine):
         guided = self._guided
         assert guided is not None
         data, self._buf = self._buf, ""
-        res = guided.feed(data) if data else ScanResult([])
+        res = guided.feed(data) if data else ScanStep([])
         if res.status == "more" and final:
             end = guided.finish()
-            res = ScanResult(res.events + end.events, end.status, end.rest)
+            res = ScanStep(res.events + end.events, end.status, end.rest)
         out.extend(res.events)
         if res.status == "more":
             return False

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from parsers.families.base import CallArgs, CallBegin, CallEnd, ScanResult, Text
+from parsers.families.base import CallArgs, CallBegin, CallEnd, ScanStep, Text
 from parsers.plan import ParsePlan
 from parsers.registry import TOOL_PARSERS
 from parsers.routing import Route
@@ -122,10 +122,10 @@ def test_default_list_is_new_per_instance() -> None:
 
 
 def test_scan_result_is_mutable_and_unhashable() -> None:
-    new, ref = ScanResult([Text("a")], "done", "r"), RefScanResult([RefText("a")], "done", "r")
-    assert repr(new) == repr(ref).replace("RefScanResult", "ScanResult").replace("RefText", "Text")
+    new, ref = ScanStep([Text("a")], "done", "r"), RefScanResult([RefText("a")], "done", "r")
+    assert repr(new) == repr(ref).replace("RefScanResult", "ScanStep").replace("RefText", "Text")
     new.status = "more"
-    assert new == ScanResult([Text("a")], "more", "r")
+    assert new == ScanStep([Text("a")], "more", "r")
     with pytest.raises(TypeError):
         hash(new)
 
