@@ -23,9 +23,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
-
-from parsers.record import Frozen, Record, set_field
 
 if TYPE_CHECKING:
     from parsers.emit import Emitter
@@ -38,45 +37,33 @@ PIECE = 2048  # the longest chunk a machine is fed at once (the runner cuts long
 
 
 # --- events -------------------------------------------------------------------------------
-# Value types are `Frozen`/`Record` classes (parsers.record): dataclass behaviour without the
-# per-class compile at import, which every isolated test's forked child would pay.
 
 
-class Text(Frozen):
+@dataclass(frozen=True, slots=True)
+class Text:
     """Plain text for the `content` or `reasoning_content` channel."""
 
-    __slots__ = ("channel", "text")
     text: str
-    channel: Channel
-
-    def __init__(self, text: str, channel: Channel = "content") -> None:
-        set_field(self, "text", text)
-        set_field(self, "channel", channel)
+    channel: Channel = "content"
 
 
-class CallBegin(Frozen):
+@dataclass(frozen=True, slots=True)
+class CallBegin:
     """A call's name is complete. `id` is the model's native id (Kimi), else None (generated)."""
 
-    __slots__ = ("id", "name")
     name: str
-    id: str | None
-
-    def __init__(self, name: str, id: str | None = None) -> None:
-        set_field(self, "name", name)
-        set_field(self, "id", id)
+    id: str | None = None
 
 
-class CallArgs(Frozen):
+@dataclass(frozen=True, slots=True)
+class CallArgs:
     """The next fragment of the current call's arguments JSON (canonical, see jsonstream)."""
 
-    __slots__ = ("fragment",)
     fragment: str
 
-    def __init__(self, fragment: str) -> None:
-        set_field(self, "fragment", fragment)
 
-
-class CallEnd(Frozen):
+@dataclass(frozen=True, slots=True)
+class CallEnd:
     """The current call is over.
 
     complete=False: the call was cut off (end of output, or malformed after its name went
@@ -85,13 +72,8 @@ class CallEnd(Frozen):
     returns it as content instead of the call (lossless).
     """
 
-    __slots__ = ("complete", "raw")
-    complete: bool
-    raw: str
-
-    def __init__(self, complete: bool = True, raw: str = "") -> None:
-        set_field(self, "complete", complete)
-        set_field(self, "raw", raw)
+    complete: bool = True
+    raw: str = ""
 
 
 Event = Text | CallBegin | CallArgs | CallEnd
@@ -100,16 +82,11 @@ Event = Text | CallBegin | CallArgs | CallEnd
 # --- per-request context ------------------------------------------------------------------
 
 
-_NEW_DICT: Any = object()  # default: a new empty dict (a dataclass `default_factory`)
-
-
-class CallContext(Frozen):
+@dataclass(frozen=True, slots=True)
+class CallContext:
     """What a scanner may know about the request: declared tools (for schema typing)."""
 
-    schemas: Mapping[str, Mapping[str, Any]]  # tool -> parameters
-
-    def __init__(self, schemas: Mapping[str, Mapping[str, Any]] = _NEW_DICT) -> None:
-        set_field(self, "schemas", {} if schemas is _NEW_DICT else schemas)
+    schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # tool -> parameters
 
     @classmethod
     def from_tools(cls, tools: tuple[Mapping[str, Any], ...] | list[Any] | None) -> CallContext:
@@ -159,7 +136,8 @@ ScanStatus = Literal["more", "done", "reject"]
 BatchCall = tuple[list[tuple[str | None, str, str]], int]
 
 
-class ScanStep(Record):
+@dataclass(slots=True)
+class ScanStep:
     """What a `CallScanner` returns for each `feed`/`finish`.
 
     status "more": the region goes on, feed more text.
@@ -169,15 +147,9 @@ class ScanStep(Record):
         text fed since the start marker.
     """
 
-    __slots__ = ("events", "rest", "status")
     events: list[Event]
-    status: ScanStatus
-    rest: str
-
-    def __init__(self, events: list[Event], status: ScanStatus = "more", rest: str = "") -> None:
-        self.events = events
-        self.status = status
-        self.rest = rest
+    status: ScanStatus = "more"
+    rest: str = ""
 
 
 class CallScanner(ABC):
@@ -277,7 +249,8 @@ def scanned_region(
     return calls, stop - len(res.rest)
 
 
-class ReasoningGrammar(Frozen):
+@dataclass(frozen=True, slots=True)
+class ReasoningGrammar:
     """A marker family's reasoning markers (one instance per canonical reasoning parser name).
 
     Whether output starts inside reasoning is the plan's decision (`ParsePlan.start_in_reasoning`,
@@ -289,24 +262,10 @@ class ReasoningGrammar(Frozen):
     close_markers: tuple[str, ...]
     # Markers that end reasoning without belonging to it (Kimi K2.5: the tool section start),
     # also when no tool parser is configured: the text from the marker on is the answer.
-    end_markers: tuple[str, ...]
+    end_markers: tuple[str, ...] = ()
     # Protocol tokens that are markup wherever they stand outside a structure (message ends);
     # the close markers in the answer and the open markers inside reasoning are too.
-    stray_markers: tuple[str, ...]
-
-    def __init__(
-        self,
-        name: str,
-        open_markers: tuple[str, ...],
-        close_markers: tuple[str, ...],
-        end_markers: tuple[str, ...] = (),
-        stray_markers: tuple[str, ...] = (),
-    ) -> None:
-        set_field(self, "name", name)
-        set_field(self, "open_markers", open_markers)
-        set_field(self, "close_markers", close_markers)
-        set_field(self, "end_markers", end_markers)
-        set_field(self, "stray_markers", stray_markers)
+    stray_markers: tuple[str, ...] = ()
 
 
 # --- channel families (escape hatch) ------------------------------------------------------

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Literal
 
 from parsers.jsonstream import escape_text
-from parsers.record import Record
 
 CALL_START = "<|tool_call>"
 CALL_END = "<tool_call|>"
@@ -78,20 +78,17 @@ def bare_value_json(token: str) -> str:
     return json_string(text)
 
 
-class _Frame(Record):
+@dataclass(slots=True)
+class _Frame:
     kind: Literal["obj", "arr"]
     # obj: "key" (expect key or close), "key_bare", "colon", "value", "after"
     # arr: "value" (expect element or close), "after"
     state: str
-    count: int
-
-    def __init__(self, kind: Literal["obj", "arr"], state: str, count: int = 0) -> None:
-        self.kind = kind
-        self.state = state
-        self.count = count
+    count: int = 0
 
 
-class CallReader(Record):
+@dataclass(slots=True, init=False)
+class CallReader:
     """Feed the text following `<|tool_call>`; read `name`, `fragments`, `mode`.
 
     `feed` returns "" while the call is open. Once it ended (`mode == "done"`) it returns the

@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from parsers.families.base import (
@@ -48,7 +49,6 @@ from parsers.families.base import (
 )
 from parsers.families.kimi_k2_facts import FACTS
 from parsers.jsonstream import JsonValueReader
-from parsers.record import Record
 
 SECTION_BEGINS = ("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>")
 SECTION_ENDS = ("<|tool_calls_section_end|>", "<|tool_call_section_end|>")
@@ -120,7 +120,8 @@ def _strings_canonical(value: str) -> bool:
 _CANONICAL_ESCAPE = re.compile(r'\\(?:["\\bfnrt]|u00(?:0[0-7]|0b|0e|0f|1[0-9a-f]))')
 
 
-class _Call(Record):
+@dataclass(slots=True, init=False)
+class _Call:
     """One call after `<|tool_call_begin|>`: header, then arguments, until an end or boundary.
 
     `feed` returns None while the call goes on, else the text after it (after the end marker,

@@ -40,6 +40,7 @@ tool_choice none) the tool channels are text.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from parsers.families.base import (
@@ -59,7 +60,6 @@ from parsers.families.base import (
 from parsers.guided import GuidedScanner
 from parsers.jsonstream import JsonValueReader, canonical_json, dumps, escape_text
 from parsers.plan import ParsePlan
-from parsers.record import Frozen, set_field
 from parsers.scan import QuoteTracker
 from parsers.types import Delta, content_delta, reasoning_delta
 
@@ -95,20 +95,12 @@ _PROSE: frozenset[State] = frozenset({"top", "think", "response"})
 _REGION_OPENERS = frozenset({"think", "tools", "call", "argument", "json"})
 
 
-class Marker(Frozen):
-    __slots__ = ("attrs", "kind", "name", "raw")
+@dataclass(frozen=True, slots=True)
+class Marker:
     kind: Literal["open", "close", "eom"]
     name: str
     attrs: dict[str, str]
     raw: str
-
-    def __init__(
-        self, kind: Literal["open", "close", "eom"], name: str, attrs: dict[str, str], raw: str
-    ) -> None:
-        set_field(self, "kind", kind)
-        set_field(self, "name", name)
-        set_field(self, "attrs", attrs)
-        set_field(self, "raw", raw)
 
 
 def decode_attr(value: str) -> str:

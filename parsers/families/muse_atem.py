@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
 from parsers.jsonstream import canonical_json, dumps, escape_text
-from parsers.record import Record
 
 BLOCK_OPEN = "<atem:function_calls>"
 BLOCK_CLOSE = "</atem:function_calls>"
@@ -69,22 +69,17 @@ def value_json(raw: str) -> str:
     return canonical if canonical is not None else dumps(raw)
 
 
-class AtemEvent(Record):
+@dataclass(slots=True)
+class AtemEvent:
     kind: Literal["call", "args", "end", "text", "abort"]
     # call: the invoke name; args: an arguments fragment; end: the call is complete; text:
     # content text; abort: the current call failed and this is its text (verbatim).
     text: str
-    closers: str  # abort: text closing the arguments already emitted into valid JSON
-
-    def __init__(
-        self, kind: Literal["call", "args", "end", "text", "abort"], text: str, closers: str = ""
-    ) -> None:
-        self.kind = kind
-        self.text = text
-        self.closers = closers
+    closers: str = ""  # abort: text closing the arguments already emitted into valid JSON
 
 
-class AtemScanner(Record):
+@dataclass(slots=True, init=False)
+class AtemScanner:
     """Feed tool-body text (framing tokens already removed); collect `events`; then `finish`."""
 
     events: list[AtemEvent]
