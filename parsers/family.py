@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Literal
 
 OPENAI_EFFORTS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high", "xhigh")
 
@@ -33,6 +34,41 @@ class Prefill:
 
     opener: str  # the prompt ends inside reasoning: the output starts in it
     closer: str  # the prompt ends with a closed reasoning block
+
+
+@dataclass(frozen=True, slots=True)
+class TagReasoning:
+    """A reasoning block as the family's built-in template writes it (a forced tool choice's
+    structural tag writes it so)."""
+
+    opener: str  # what the model writes to open reasoning
+    closer: str  # what ends it
+    joiner: str = ""  # written between the reasoning block and the calls
+
+
+# How a call's arguments are written: a JSON object, or one of xgrammar's parameter styles
+# (`json_schema` `style`), or Muse's ATEM parameter tags (`TagCalls.param`)
+ArgStyle = Literal["json", "qwen_xml", "glm_xml", "deepseek_xml", "deepseek_v4_1_xml", "atem"]
+
+
+@dataclass(frozen=True, slots=True)
+class TagCalls:
+    """One tool parser's calls as the family's built-in template writes them (a forced tool
+    choice's structural tag writes them so). `begin` holds `{name}` (as written), `{name_json}`
+    (a JSON string) or `{name_attr}` (a double-quoted attribute value)."""
+
+    begin: str
+    end: str
+    separator: str  # between two calls
+    # Under `auto` with strict tools: what starts a call (or the section); None: no tag
+    trigger: str | None
+    args: ArgStyle
+    section: tuple[str, str] | None = None  # what encloses all calls
+    # a call index written after `begin` (a regex), then `args_begin`, then the arguments
+    index: str | None = None
+    args_begin: str = ""
+    # `atem`: one parameter's tags, the begin holding `{key_attr}`
+    param: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -74,6 +110,10 @@ class Family:
     # Batch only: without prefill information, a leading unquoted close marker with no opener
     # means the text before it was reasoning.
     leading_close_means_reasoning: bool = False
+    # Forced tool choices' structural tags: the reasoning block and, per canonical tool
+    # parser, the calls, as the built-in templates write them (none: guided JSON)
+    tag_reasoning: TagReasoning | None = None
+    tag_calls: tuple[tuple[str, TagCalls], ...] = ()
 
     def think_markers(self) -> tuple[tuple[str], tuple[str]]:
         """(open markers, close markers) for the family's `ReasoningGrammar`."""

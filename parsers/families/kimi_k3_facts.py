@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from parsers.family import Family, Prefill
+from parsers.family import Family, Prefill, TagCalls, TagReasoning
 
 FACTS = Family(
     key="kimi_k3",
@@ -23,4 +23,20 @@ FACTS = Family(
     # the output starts inside it and a bare end marker ends it
     prefilled_without_prompt=True,
     channel_reasoning=True,
+    tag_reasoning=TagReasoning("<|open|>think<|sep|>", "<|close|>think<|sep|>"),
+    tag_calls=(
+        (
+            "kimi_k3",
+            TagCalls(
+                '<|open|>call tool="{name_attr}" index="',
+                "<|close|>json<|sep|><|close|>call<|sep|>",
+                "\n",
+                "<|open|>tools<|sep|>",
+                "json",
+                ("<|open|>tools<|sep|>\n", "\n<|close|>tools<|sep|>"),
+                index="[1-9][0-9]{0,2}",
+                args_begin='"<|sep|><|open|>json<|sep|>',
+            ),
+        ),
+    ),
 )
