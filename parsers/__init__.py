@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 # Each public name is imported from its module on first use: a process that only reads its
 # settings and picks a route (every isolated routing test's child) does not pay for importing
-# the streaming engine and its grammars (most of `import parsers`).
+# the streaming runner and its grammars (most of `import parsers`).
 _EXPORTS: dict[str, str] = {
     "StreamParser": "parsers.api",
     "parse": "parsers.api",

@@ -1,8 +1,8 @@
-"""The public parsing API: `parse`, `StreamParser`, `stream` (issue 3, item 3).
+"""The public parsing API: `parse`, `StreamParser`, `stream`.
 
 Each call builds deployment settings from the parser names (`policy.settings_for`), a request
 mapping from the keyword arguments, and lets the request policy (`policy.plan_request`) decide
-the route and everything else; the engine then only follows that plan.
+the route and everything else; the runner then only follows that plan.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from dataclasses import replace
 from typing import Any
 
 from parsers.batch import parse_batch
-from parsers.engine import Engine
 from parsers.ids import IdFactory, new_call_id
 from parsers.plan import ParsePlan
 from parsers.policy import plan_request, settings_for
 from parsers.registry import REASONING_PARSERS
+from parsers.runner import Runner
 from parsers.scan import MarkerSet, QuoteTracker
 from parsers.types import Delta, ParsedMessage, ToolCall
 
@@ -74,9 +74,9 @@ class StreamParser:
                 request=request,
             )
         self.plan = plan
-        self._engine = Engine(plan, id_factory=id_factory)
-        # the engine's per-chunk function itself: no call layer per chunk (see Engine)
-        self.feed = self._engine.feed  # type: ignore[method-assign]
+        self._runner = Runner(plan, id_factory=id_factory)
+        # the runner's per-chunk function itself: no call layer per chunk (see Runner)
+        self.feed = self._runner.feed  # type: ignore[method-assign]
 
     @property
     def route(self) -> str:
@@ -85,17 +85,17 @@ class StreamParser:
     @property
     def finish_reason(self) -> str | None:
         """None until `finish`; then `tool_calls` when any call was emitted, else the reason."""
-        return self._engine.finish_reason
+        return self._runner.finish_reason
 
     def feed(self, chunk: str) -> list[Delta]:
-        """The deltas for the next chunk (each instance binds the engine's, see `__init__`)."""
-        return self._engine.feed(chunk)
+        """The deltas for the next chunk (each instance binds the runner's, see `__init__`)."""
+        return self._runner.feed(chunk)
 
     def finish(self, reason: str = "stop") -> list[Delta]:
         try:
-            return self._engine.finish(reason)
+            return self._runner.finish(reason)
         finally:
-            self.feed = self._engine.feed  # type: ignore[method-assign]  # it raises now
+            self.feed = self._runner.feed  # type: ignore[method-assign]  # it raises now
 
 
 class Aggregate:
@@ -164,7 +164,7 @@ def parse(
     id_factory: IdFactory = new_call_id,
 ) -> ParsedMessage:
     """Parse a whole response (batch): `parse_text`, the whole-output batch path or the same
-    engine fed once, so batch equals streaming.
+    runner fed once, so batch equals streaming.
 
     One batch-only rule (parsers.md, DeepSeek V4.1; `Family.leading_close_means_reasoning`):
     without prefill information, a leading unquoted close marker with no opener means the text
@@ -201,7 +201,7 @@ def parse_text(
 ) -> ParsedMessage:
     """The message for the whole output `text` under `plan` (`parse` and the sidecar's
     non-streamed responses): the whole-output batch path (`parsers.batch`) where it decides,
-    else the engine fed once (`parser`: a fresh one built beforehand, else a new one)."""
+    else the runner fed once (`parser`: a fresh one built beforehand, else a new one)."""
     found = parse_batch(plan, text, finish_reason, id_factory)
     if found is not None:
         return found

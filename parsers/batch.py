@@ -1,8 +1,8 @@
-"""Whole-output batch path (issue 14, item 7): a response whose entire text is known, parsed
-without the streaming machinery, with exactly the engine's result.
+"""Whole-output batch path: a response whose entire text is known, parsed
+without the streaming machinery, with exactly the runner's result.
 
 `parsers.api.parse_text` (behind `parsers.parse` and the sidecar's `parse_whole`) tries
-`parse_batch` first and runs the engine when it returns None. The path walks the output with
+`parse_batch` first and feeds the runner when it returns None. The path walks the output with
 the machine's own marker tables (`machine.marker_tables_for`) and quote tracker, one regex
 search per marker (prose between markers is never looked at character by character), and
 lets the family's batch grammar (`ToolGrammar.batch_call`, declared in the family module) read
@@ -11,7 +11,7 @@ each call region whole. It builds the `ParsedMessage` directly: no events, delta
 Channel families (Kimi K3, Muse) whose machine is not a marker machine read the whole output
 with their own reader instead (`ChannelGrammar.batch_message`, in the family module).
 
-It decides only what it is certain of and returns None (the engine runs: a fallback, never a
+It decides only what it is certain of and returns None (the runner parses it: a fallback, never a
 guess) for everything else: generation 1, forced tool choices (`required`, named), shapes a
 channel family's reader does not take, a family without a batch grammar, any call region its
 grammar does not fully read (cut off, escapes, unusual shapes, a start marker that turns out
@@ -54,12 +54,12 @@ class BatchPath:
 def parse_batch(
     plan: ParsePlan, text: str, finish_reason: str, id_factory: IdFactory
 ) -> ParsedMessage | None:
-    """The engine's message for the whole output `text`, or None when this path does not
+    """The runner's message for the whole output `text`, or None when this path does not
     decide it (see the module docstring)."""
     if not BatchPath.whole_fast or plan.route != "parser_v2":
         return None
     if plan.parse_tools and plan.tool_mode in ("required", "named"):
-        return None  # forced choices: guided JSON and the answer-start rules stay the engine's
+        return None  # forced choices: guided JSON and the answer-start rules stay the runner's
     config = _config(
         plan.tool_parser,
         plan.reasoning_parser,
@@ -87,7 +87,7 @@ def parse_batch(
         content="".join(content) or None,
         reasoning_content="".join(reasoning_text) or None,
         tool_calls=tool_calls,
-        # `length` stays: the engine's rule (`Engine.finish`)
+        # `length` stays: the runner's rule (`Runner.finish`)
         finish_reason="tool_calls" if tool_calls and finish_reason != "length" else finish_reason,
         route=plan.route,
     )
@@ -95,8 +95,8 @@ def parse_batch(
 
 @lru_cache(maxsize=64)
 def _channel(tool_parser: str | None, reasoning_parser: str | None) -> ChannelGrammar | None:
-    """The channel family's grammar the engine would build a machine of, if any
-    (`engine.build_machine`'s choice)."""
+    """The channel family's grammar the runner would build a machine of, if any
+    (`runner.build_machine`'s choice)."""
     tool_g = tool_grammar(tool_parser) if tool_parser else None
     reasoning_g = reasoning_grammar(reasoning_parser) if reasoning_parser else None
     return next((g for g in (tool_g, reasoning_g) if isinstance(g, ChannelGrammar)), None)
@@ -126,7 +126,7 @@ def _config(
     )
     tool_g = tool_grammar(tool_parser) if tool_parser else None
     reasoning_g = reasoning_grammar(reasoning_parser) if reasoning_parser else None
-    # a channel family's machine (`engine.build_machine`): walked when it is a marker machine
+    # a channel family's machine (`runner.build_machine`): walked when it is a marker machine
     channel = next((g for g in (tool_g, reasoning_g) if isinstance(g, ChannelGrammar)), None)
     if channel is not None:
         grammars = channel.batch_grammars(plan)
@@ -151,7 +151,7 @@ def _walk(
     tables: _Tables,
 ) -> tuple[list[str], list[str], list[tuple[str | None, str, str]]] | None:
     """Content pieces, reasoning pieces and calls: `MarkerMachine._scan_text` (V2) over the
-    whole output at once, end of output included; None at anything it leaves to the engine."""
+    whole output at once, end of output included; None at anything it leaves to the runner."""
     (starts, opens, closes, ends, markers, _, _, lead_opens, stray, pairing) = tables
     content: list[str] = []
     thought: list[str] = []

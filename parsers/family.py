@@ -13,8 +13,8 @@ imports only the grammars it serves, `parsers.families`).
 from __future__ import annotations
 
 import re
-
-from parsers.record import Frozen, set_field
+from dataclasses import dataclass
+from typing import Literal
 
 OPENAI_EFFORTS: tuple[str, ...] = ("none", "minimal", "low", "medium", "high", "xhigh")
 
@@ -27,19 +27,52 @@ def ends_with(marker: str) -> str:
 NEVER = r"(?!)"  # a prefill pattern that matches no prompt
 
 
-class Prefill(Frozen):
+@dataclass(frozen=True, slots=True)
+class Prefill:
     """Regex sources searched at the end of the rendered prompt (right-stripped). Kept as
     sources: `re` compiles (and caches) only those of the parsers a process serves."""
 
     opener: str  # the prompt ends inside reasoning: the output starts in it
     closer: str  # the prompt ends with a closed reasoning block
 
-    def __init__(self, opener: str, closer: str) -> None:
-        set_field(self, "opener", opener)
-        set_field(self, "closer", closer)
+
+@dataclass(frozen=True, slots=True)
+class TagReasoning:
+    """A reasoning block as the family's built-in template writes it (a forced tool choice's
+    structural tag writes it so)."""
+
+    opener: str  # what the model writes to open reasoning
+    closer: str  # what ends it
+    joiner: str = ""  # written between the reasoning block and the calls
 
 
-class Family(Frozen):
+# How a call's arguments are written: a JSON object, or one of xgrammar's parameter styles
+# (`json_schema` `style`), or Muse's ATEM parameter tags (`TagCalls.param`)
+ArgStyle = Literal["json", "qwen_xml", "glm_xml", "deepseek_xml", "deepseek_v4_1_xml", "atem"]
+
+
+@dataclass(frozen=True, slots=True)
+class TagCalls:
+    """One tool parser's calls as the family's built-in template writes them (a forced tool
+    choice's structural tag writes them so). `begin` holds `{name}` (as written), `{name_json}`
+    (a JSON string) or `{name_attr}` (a double-quoted attribute value)."""
+
+    begin: str
+    end: str
+    separator: str  # between two calls
+    # Under `auto` with strict tools: what starts a call (or the section); None: no tag
+    trigger: str | None
+    args: ArgStyle
+    section: tuple[str, str] | None = None  # what encloses all calls
+    # a call index written after `begin` (a regex), then `args_begin`, then the arguments
+    index: str | None = None
+    args_begin: str = ""
+    # `atem`: one parameter's tags, the begin holding `{key_attr}`
+    param: tuple[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Family:
     """A model family's facts. Names are canonical unless said otherwise."""
 
     key: str  # registry family key (also `ParsePlan.family`, the templates' `family`)
@@ -77,51 +110,10 @@ class Family(Frozen):
     # Batch only: without prefill information, a leading unquoted close marker with no opener
     # means the text before it was reasoning.
     leading_close_means_reasoning: bool = False
-
-    def __init__(
-        self,
-        *,
-        key: str,
-        title: str,
-        generations: frozenset[int],
-        reasoning_default_on: bool,
-        tool_parsers: tuple[tuple[str, str], ...],
-        reasoning_parser: str,
-        grammar_module: str,
-        reasoning_markers: tuple[str, str] | None,
-        chat_template: str,
-        prefill: Prefill | None = None,
-        tool_templates: tuple[tuple[str, str], ...] = (),
-        v2_default_tools: frozenset[str] = frozenset(),
-        forced_start: bool = False,
-        prefilled_without_prompt: bool = False,
-        prefilled_when_asked: bool = False,
-        closer_means_off: bool = False,
-        channel_reasoning: bool = False,
-        efforts: tuple[str, ...] = OPENAI_EFFORTS,
-        effort_range: tuple[int, int] | None = None,
-        leading_close_means_reasoning: bool = False,
-    ) -> None:
-        set_field(self, "key", key)
-        set_field(self, "title", title)
-        set_field(self, "generations", generations)
-        set_field(self, "reasoning_default_on", reasoning_default_on)
-        set_field(self, "tool_parsers", tool_parsers)
-        set_field(self, "reasoning_parser", reasoning_parser)
-        set_field(self, "grammar_module", grammar_module)
-        set_field(self, "reasoning_markers", reasoning_markers)
-        set_field(self, "chat_template", chat_template)
-        set_field(self, "prefill", prefill)
-        set_field(self, "tool_templates", tool_templates)
-        set_field(self, "v2_default_tools", v2_default_tools)
-        set_field(self, "forced_start", forced_start)
-        set_field(self, "prefilled_without_prompt", prefilled_without_prompt)
-        set_field(self, "prefilled_when_asked", prefilled_when_asked)
-        set_field(self, "closer_means_off", closer_means_off)
-        set_field(self, "channel_reasoning", channel_reasoning)
-        set_field(self, "efforts", efforts)
-        set_field(self, "effort_range", effort_range)
-        set_field(self, "leading_close_means_reasoning", leading_close_means_reasoning)
+    # Forced tool choices' structural tags: the reasoning block and, per canonical tool
+    # parser, the calls, as the built-in templates write them (none: guided JSON)
+    tag_reasoning: TagReasoning | None = None
+    tag_calls: tuple[tuple[str, TagCalls], ...] = ()
 
     def think_markers(self) -> tuple[tuple[str], tuple[str]]:
         """(open markers, close markers) for the family's `ReasoningGrammar`."""

@@ -8,7 +8,7 @@ the bare arguments object of that tool.
 
 from __future__ import annotations
 
-from parsers.families.base import CallArgs, CallBegin, CallEnd, CallScanner, Event, ScanResult
+from parsers.families.base import CallArgs, CallBegin, CallEnd, CallScanner, Event, ScanStep
 from parsers.jsonstream import JsonValueReader, canonical_json, dumps
 
 _WS = " \t\r\n"
@@ -227,7 +227,7 @@ class JsonCallObject:
 
 
 class GuidedScanner(CallScanner):
-    """Guided JSON of a forced tool choice; `start` is "" (the engine saw the first char)."""
+    """Guided JSON of a forced tool choice; `start` is "" (the runner saw the first char)."""
 
     def __init__(self, named_tool: str | None) -> None:
         self._named = named_tool
@@ -240,11 +240,11 @@ class GuidedScanner(CallScanner):
         self._seen = 0  # characters fed so far
         self._call_from = 0  # where the open call's text starts (its raw text, for V1)
 
-    def _reject_or_close(self, text: str, i: int, events: list[Event]) -> ScanResult:
+    def _reject_or_close(self, text: str, i: int, events: list[Event]) -> ScanStep:
         if not self._committed and not events:
-            return ScanResult([], "reject", "".join(self._fed))
+            return ScanStep([], "reject", "".join(self._fed))
         events.extend(self._close_open(self._seen - len(text) + i))
-        return ScanResult(events, "done", text[i:])
+        return ScanStep(events, "done", text[i:])
 
     def _close_open(self, upto: int) -> list[Event]:
         """End the open call, cut off at `upto` (never repaired); its raw text goes with it,
@@ -259,7 +259,7 @@ class GuidedScanner(CallScanner):
             return [CallEnd(False, raw)]
         return []
 
-    def feed(self, text: str) -> ScanResult:
+    def feed(self, text: str) -> ScanStep:
         base = self._seen
         self._seen += len(text)
         self._fed.append(text)
@@ -329,14 +329,14 @@ class GuidedScanner(CallScanner):
                 else:
                     return self._reject_or_close(text, i, events)
             else:  # after: the JSON is over; the rest is content
-                return ScanResult(events, "done", text[i:])
-        return ScanResult(events)
+                return ScanStep(events, "done", text[i:])
+        return ScanStep(events)
 
-    def finish(self) -> ScanResult:
+    def finish(self) -> ScanStep:
         if self._state == "args" and self._args is not None:
             tail = self._args.end()
             if self._args.done:
-                return ScanResult([CallArgs(tail), CallEnd()], "done")
+                return ScanStep([CallArgs(tail), CallEnd()], "done")
         if not self._committed:
-            return ScanResult([], "reject", "".join(self._fed))
-        return ScanResult(self._close_open(self._seen), "done")
+            return ScanStep([], "reject", "".join(self._fed))
+        return ScanStep(self._close_open(self._seen), "done")

@@ -27,20 +27,6 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
 # What the encoder escapes (it keeps lone surrogates as they are with ensure_ascii=False, so
 # they need no check: a class holding the surrogate range took ~0.6 ms to compile, per process).
 _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f]')
-# A whole value read at once is written as it stands unless it has an escape (re-escaped
-# canonically) or blanks between a key and its colon (the char loop moves them after it).
-# Sources compiled on first use (`re` caches them): every isolated test's child imports this.
-_NOT_AS_WRITTEN = r'\\|"[ \t\r\n]+:'
-_OUTSIDE_BLANKS = r'"[^"]*"|[^ \t\r\n"]+'  # an escape-free value without its blanks
-_CLOSERS = {"{": "}", "[": "]", '"': '"'}
-
-
-def _not_json(name: str) -> object:
-    raise ValueError(f"{name} is not JSON")
-
-
-# NaN/Infinity are Python's extension, not JSON: rejected, so the char loop reports them.
-_DECODER = json.JSONDecoder(parse_constant=_not_json)
 
 
 def dumps(value: object) -> str:
@@ -199,40 +185,7 @@ class JsonValueReader:
             run = self.string_run(text, pos)
             if run is not None:
                 return run, len(text)
-        elif not self.first:
-            whole = self._whole(text, pos)
-            if whole is not None:
-                return whole
         return self._chars(text, pos)
-
-    def _whole(self, text: str, pos: int) -> tuple[str, int] | None:
-        """Batch fast path, before anything of the value was read: when `text[pos:]` holds
-        the whole object, array or string, decode it with the C scanner and write it as it
-        stands (what the char loop writes for it, see `_NOT_AS_WRITTEN`); else None, having
-        changed nothing. A number or literal could still grow in the next chunk: not here."""
-        start, n = pos, len(text)
-        while start < n and text[start] in _WS:
-            start += 1
-        if start == n:
-            return None
-        closer = _CLOSERS.get(text[start])
-        if closer is None or text.find(closer, start + 1) < 0:
-            return None  # not a container or string, or its end is not here (streaming)
-        try:
-            value, end = _DECODER.raw_decode(text, start)
-        except (ValueError, RecursionError):
-            return None  # unfinished or malformed: the char loop reads (and reports) it
-        raw = text[start:end]
-        if re.search(_NOT_AS_WRITTEN, raw) is not None:
-            return None
-        self.first = raw[0]
-        self.done = True
-        if raw[0] == '"':
-            if self.keep_strings:
-                self.string_value = value
-        elif not self.keep_space:
-            raw = "".join(re.findall(_OUTSIDE_BLANKS, raw))
-        return raw, end
 
     def _chars(self, text: str, pos: int) -> tuple[str, int]:
         """The general reader, a character (or string run) at a time."""

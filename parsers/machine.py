@@ -31,7 +31,7 @@ from parsers.families.base import (
     FamilyMachine,
     Generation,
     ReasoningGrammar,
-    ScanResult,
+    ScanStep,
     Text,
     ToolGrammar,
 )
@@ -262,7 +262,7 @@ class MarkerMachine(FamilyMachine):
     ) -> Callable[[str], list[Delta]]:
         """The chunk-to-deltas function with the streaming fast paths (`deltas`) for this
         machine's `emitter`. (`general` is not needed: `deltas` itself sends other chunks
-        through `feed` and `emitter.push`, long ones in pieces; the engine binds it only until
+        through `feed` and `emitter.push`, long ones in pieces; the runner binds it only until
         finish.)"""
         self._push = emitter.push
         self._args = emitter.args
@@ -610,10 +610,10 @@ class MarkerMachine(FamilyMachine):
         res = self._scan(sc, data, final)
         if res.status == "more" and final:
             end = sc.finish()
-            res = ScanResult(res.events + end.events, end.status, end.rest)
+            res = ScanStep(res.events + end.events, end.status, end.rest)
         return self._region_result(res, events)
 
-    def _scan(self, sc: CallScanner, data: str, final: bool) -> ScanResult:
+    def _scan(self, sc: CallScanner, data: str, final: bool) -> ScanStep:
         """`sc.feed(data)`, a long run of blank chunks in doubling batches (`BlankRuns`)."""
         blanks = self._blanks
         if final:
@@ -621,11 +621,11 @@ class MarkerMachine(FamilyMachine):
         else:
             taken = blanks.take(data)
             if taken is None:
-                return ScanResult([])
+                return ScanStep([])
             data = taken
-        return sc.feed(data) if data else ScanResult([])
+        return sc.feed(data) if data else ScanStep([])
 
-    def _region_result(self, res: ScanResult, events: list[Event]) -> tuple[bool, str]:
+    def _region_result(self, res: ScanStep, events: list[Event]) -> tuple[bool, str]:
         """Takes the scanner's result: (whether the region is over, the text after it)."""
         events.extend(res.events)
         if res.status == "more":
@@ -670,7 +670,7 @@ class MarkerMachine(FamilyMachine):
             res = self._scan(sc, data, final or closed)
             if res.status == "more" and (final or closed):
                 end = sc.finish()
-                res = ScanResult(res.events + end.events, end.status, end.rest)
+                res = ScanStep(res.events + end.events, end.status, end.rest)
             self._jail_events += res.events
             if res.status == "done" and any(
                 isinstance(e, CallEnd) and e.complete for e in self._jail_events

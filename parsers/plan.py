@@ -1,8 +1,9 @@
-"""The per-request parse plan: the one object the parser engines consume.
+"""The per-request parse plan: the one object the parse runner consumes.
 
 The request policy (`parsers.policy`, docs/parser-selection.md) turns settings + request + rendered
-prompt into a `ParsePlan`; the engines (`parsers.v1`, `parsers.v2`) only follow it. Keeping
-the decision here, apart from the state machines, lets both be tested on their own.
+prompt into a `ParsePlan`; the runner (`parsers.runner`: both generations, V1 legacy jail and
+V2 unified parser, in the same machines) and the batch path (`parsers.batch`) only follow it.
+Keeping the decision here, apart from the state machines, lets both be tested on their own.
 """
 
 from __future__ import annotations
@@ -11,14 +12,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from parsers.record import Frozen, set_field
 from parsers.types import RouteKind
 
 ToolMode = Literal["none", "auto", "required", "named"]
 
 
-@dataclass(init=False, repr=False, eq=False)  # frozen: methods from `Frozen` (parsers.record)
-class ParsePlan(Frozen):
+@dataclass(frozen=True, slots=True)
+class ParsePlan:
     """How one response is parsed: the route, the grammars and the request's choices."""
 
     route: RouteKind
@@ -34,29 +34,3 @@ class ParsePlan(Frozen):
     # A reasoning parser is configured: reasoning text goes to reasoning_content (whatever
     # thinking says); False: the family's reasoning markers are markup and their text content
     reasoning_channel: bool = True
-
-    def __init__(
-        self,
-        route: RouteKind,
-        family: str | None,
-        tool_parser: str | None,
-        reasoning_parser: str | None,
-        tool_mode: ToolMode = "auto",
-        named_tool: str | None = None,
-        parse_tools: bool = True,
-        reasoning: bool = True,
-        start_in_reasoning: bool = False,
-        tools: tuple[Mapping[str, Any], ...] = (),
-        reasoning_channel: bool = True,
-    ) -> None:
-        set_field(self, "route", route)
-        set_field(self, "family", family)
-        set_field(self, "tool_parser", tool_parser)
-        set_field(self, "reasoning_parser", reasoning_parser)
-        set_field(self, "tool_mode", tool_mode)
-        set_field(self, "named_tool", named_tool)
-        set_field(self, "parse_tools", parse_tools)
-        set_field(self, "reasoning", reasoning)
-        set_field(self, "start_in_reasoning", start_in_reasoning)
-        set_field(self, "tools", tools)
-        set_field(self, "reasoning_channel", reasoning_channel)

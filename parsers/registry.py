@@ -9,6 +9,8 @@ and/or a reasoning parser; both must belong to one family when both are set.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from parsers.errors import ConfigError
 from parsers.families import (
     deepseek_v4_facts,
@@ -21,20 +23,16 @@ from parsers.families import (
     qwen3_facts,
 )
 from parsers.family import Family
-from parsers.record import Frozen, set_field
 
 __all__ = ["FAMILIES", "REASONING_PARSERS", "TOOL_PARSERS", "Family", "ParserName"]
 
 
-class ParserName(Frozen):
+@dataclass(frozen=True, slots=True)
+class ParserName:
     """What a parser name (as a deployment writes it) stands for."""
 
     canonical: str  # the grammar's name, e.g. "hermes" for the alias "qwen3"
     family: Family
-
-    def __init__(self, canonical: str, family: Family) -> None:
-        set_field(self, "canonical", canonical)
-        set_field(self, "family", family)
 
 
 # The registered families, in the order error messages and docs list them.

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from parsers.errors import ConfigError
-from parsers.record import Frozen, set_field
 from parsers.registry import FAMILIES, Family, resolve_reasoning_parser, resolve_tool_parser
 
 Version = Literal["auto", "1", "2"]
@@ -34,8 +33,8 @@ VERSION_ACCEPTED = "auto, 1 or 2 (or leave it unset)"
 log = logging.getLogger(__name__)
 
 
-@dataclass(init=False, repr=False, eq=False)  # frozen: methods from `Frozen` (parsers.record)
-class ParserSettings(Frozen):
+@dataclass(frozen=True, slots=True)
+class ParserSettings:
     """The deployment's parser configuration, read once at startup (`load_settings`)."""
 
     version: Version = "auto"
@@ -45,22 +44,6 @@ class ParserSettings(Frozen):
     thinking_default: bool | None = None  # deployment default for thinking (None: family's)
     # Where `version` came from; error messages and the startup log line use it.
     version_source: VersionSource = "default"
-
-    def __init__(
-        self,
-        version: Version = "auto",
-        tool_parser: str | None = None,
-        reasoning_parser: str | None = None,
-        family: str | None = None,
-        thinking_default: bool | None = None,
-        version_source: VersionSource = "default",
-    ) -> None:
-        set_field(self, "version", version)
-        set_field(self, "tool_parser", tool_parser)
-        set_field(self, "reasoning_parser", reasoning_parser)
-        set_field(self, "family", family)
-        set_field(self, "thinking_default", thinking_default)
-        set_field(self, "version_source", version_source)
 
     def describe(self) -> str:
         """One line for the startup log: what was selected and why."""

@@ -3,34 +3,26 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-from parsers.record import Frozen, set_field
+from typing import Literal
 
 RouteKind = Literal["pass_through", "legacy_jail", "parser_v2"]
 
-# Frozen dataclasses (fields, replace, asdict, FrozenInstanceError), with the methods written
-# once in `Frozen` instead of compiled per class at import (see parsers.record).
+# The per-feed types (`ToolCall`, `ToolCallDelta`, `Delta`) keep an instance `__dict__` (no
+# slots): the hot paths below fill it directly, cheaper than the frozen `__init__`'s
+# `object.__setattr__` per field.
 
-_NEW_LIST: Any = object()  # default: a new empty list (the dataclass `default_factory`)
 
-
-@dataclass(init=False, repr=False, eq=False)
-class ToolCall(Frozen):
+@dataclass(frozen=True)
+class ToolCall:
     """One complete tool call of a parsed message."""
 
     id: str
     name: str
     arguments: str  # JSON text, OpenAI wire format (non-ASCII kept, not escaped)
 
-    def __init__(self, id: str, name: str, arguments: str) -> None:
-        set_field(self, "id", id)
-        set_field(self, "name", name)
-        set_field(self, "arguments", arguments)
 
-
-@dataclass(init=False, repr=False, eq=False)
-class ToolCallDelta(Frozen):
+@dataclass(frozen=True)
+class ToolCallDelta:
     """A streamed piece of the tool call at `index`."""
 
     index: int
@@ -38,36 +30,14 @@ class ToolCallDelta(Frozen):
     name: str | None = None
     arguments: str | None = None  # the next fragment of the arguments JSON
 
-    def __init__(
-        self,
-        index: int,
-        id: str | None = None,
-        name: str | None = None,
-        arguments: str | None = None,
-    ) -> None:
-        set_field(self, "index", index)
-        set_field(self, "id", id)
-        set_field(self, "name", name)
-        set_field(self, "arguments", arguments)
 
-
-@dataclass(init=False, repr=False, eq=False)
-class Delta(Frozen):
+@dataclass(frozen=True)
+class Delta:
     """One streamed chunk of a message (what an OpenAI stream chunk's `delta` holds)."""
 
     content: str | None = None
     reasoning_content: str | None = None
     tool_calls: list[ToolCallDelta] = field(default_factory=list)
-
-    def __init__(
-        self,
-        content: str | None = None,
-        reasoning_content: str | None = None,
-        tool_calls: list[ToolCallDelta] = _NEW_LIST,
-    ) -> None:
-        set_field(self, "content", content)
-        set_field(self, "reasoning_content", reasoning_content)
-        set_field(self, "tool_calls", [] if tool_calls is _NEW_LIST else tool_calls)
 
 
 _new = object.__new__
@@ -125,8 +95,8 @@ def tool_call(id: str, name: str, arguments: str) -> ToolCall:
     return c
 
 
-@dataclass(init=False, repr=False, eq=False)
-class ParsedMessage(Frozen):
+@dataclass(frozen=True, slots=True)
+class ParsedMessage:
     """A whole parsed response, and the route that served it."""
 
     content: str | None
@@ -134,17 +104,3 @@ class ParsedMessage(Frozen):
     tool_calls: list[ToolCall]
     finish_reason: str | None
     route: RouteKind
-
-    def __init__(
-        self,
-        content: str | None,
-        reasoning_content: str | None,
-        tool_calls: list[ToolCall],
-        finish_reason: str | None,
-        route: RouteKind,
-    ) -> None:
-        set_field(self, "content", content)
-        set_field(self, "reasoning_content", reasoning_content)
-        set_field(self, "tool_calls", tool_calls)
-        set_field(self, "finish_reason", finish_reason)
-        set_field(self, "route", route)

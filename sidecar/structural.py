@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from parsers.errors import ConfigError
-from parsers.family import Family
+from parsers.family import Family, TagCalls, TagReasoning
 from parsers.plan import ParsePlan
 from parsers.policy import prefill_state
+from parsers.registry import FAMILIES
 from parsers.schema import is_string_type, schema_types
 from sidecar.errors import APIError
 from sidecar.guided import named_schema, required_schema
@@ -107,107 +108,12 @@ class ForcedChoice:
         return f"{self.mode} (xgrammar {'.'.join(map(str, self.grammar.version))})"
 
 
-@dataclass(frozen=True)
-class Reasoning:
-    opener: str  # what the model writes to open reasoning
-    closer: str  # what ends it
-    joiner: str  # written between the reasoning block and the calls
-
-
-@dataclass(frozen=True)
-class CallSyntax:
-    """One family's calls. `begin` holds `{name}` (as written), `{name_json}` (a JSON
-    string) or `{name_attr}` (a double-quoted attribute value)."""
-
-    begin: str
-    end: str
-    separator: str  # between two calls
-    # Under `auto` with strict tools: what starts a call (or the section); None: no tag
-    trigger: str | None
-    args: Literal[
-        "json",
-        "qwen_xml",
-        "glm_xml",
-        "deepseek_xml",
-        "deepseek_v4_1_xml",
-        "kimi_k2",
-        "kimi_k3",
-        "atem",
-    ]
-    section: tuple[str, str] | None = None  # what encloses all calls
-
-
-_THINK = Reasoning("<think>", "</think>", "")
-# Per family key: as the built-in templates write reasoning (docs/sidecar.md).
-REASONING: dict[str, Reasoning] = {
-    "qwen3": Reasoning("<think>", "</think>", "\n\n"),
-    "glm": _THINK,
-    "deepseek_v4": _THINK,
-    "deepseek_v41": _THINK,
-    "kimi_k2": _THINK,
-    "kimi_k3": Reasoning("<|open|>think<|sep|>", "<|close|>think<|sep|>", ""),
-    "gemma4": Reasoning("<|channel>thought\n", "<channel|>", ""),
-    # the prompt ends with `<|start|>assistant`: each message goes on with its recipient
-    "muse": Reasoning(" to=self<|message|>", "<|eom|>", "<|start|>assistant"),
+# The families' facts (`Family.tag_reasoning`, `Family.tag_calls`): per family key, the
+# reasoning block; per canonical tool parser, the calls
+REASONING: dict[str, TagReasoning] = {
+    f.key: f.tag_reasoning for f in FAMILIES if f.tag_reasoning is not None
 }
-
-
-def _dsml(token: str, block: str) -> CallSyntax:
-    return CallSyntax(
-        begin=f'<{token}invoke name="{{name_attr}}">\n',
-        end=f"\n</{token}invoke>",  # the newline after the last parameter (see qwen3_coder)
-        separator="\n",
-        trigger=f"<{token}{block}>",
-        args="deepseek_v4_1_xml" if token.endswith(" ") else "deepseek_xml",
-        section=(f"\n\n<{token}{block}>\n", f"\n</{token}{block}>"),
-    )
-
-
-# Per canonical tool parser: the calls as the family's template writes them.
-SYNTAX: dict[str, CallSyntax] = {
-    "hermes": CallSyntax(
-        '<tool_call>\n{"name": {name_json}, "arguments": ',
-        "}\n</tool_call>",
-        "\n",
-        "<tool_call>",
-        "json",
-    ),
-    "qwen3_coder": CallSyntax(
-        # the newline after the last parameter is the end's: before xgrammar 0.1.33 the style
-        # takes no blank after its last parameter
-        "<tool_call>\n<function={name}>\n",
-        "\n</function>\n</tool_call>",
-        "\n",
-        "<tool_call>",
-        "qwen_xml",
-    ),
-    "glm47": CallSyntax("<tool_call>{name}", "</tool_call>", "\n", "<tool_call>", "glm_xml"),
-    "deepseek_v4": _dsml("｜DSML｜", "tool_calls"),
-    "deepseek_v41": _dsml("｜DSML｜ ", "calls"),
-    "kimi_k2": CallSyntax(
-        "<|tool_call_begin|>functions.{name}:",
-        "<|tool_call_end|>",
-        "\n",
-        "<|tool_calls_section_begin|>",
-        "kimi_k2",
-        ("<|tool_calls_section_begin|>\n", "\n<|tool_calls_section_end|>"),
-    ),
-    "kimi_k3": CallSyntax(
-        '<|open|>call tool="{name_attr}" index="',
-        "<|close|>json<|sep|><|close|>call<|sep|>",
-        "\n",
-        "<|open|>tools<|sep|>",
-        "kimi_k3",
-        ("<|open|>tools<|sep|>\n", "\n<|close|>tools<|sep|>"),
-    ),
-    "muse": CallSyntax(
-        ' to={name}<|message|><atem:function_calls>\n<atem:invoke name="{name_attr}">\n',
-        "\n</atem:invoke>\n</atem:function_calls><|eom|>",
-        "<|start|>assistant",
-        None,  # its tool header starts the reasoning and answer messages too
-        "atem",
-    ),
-}
+SYNTAX: dict[str, TagCalls] = {name: calls for f in FAMILIES for name, calls in f.tag_calls}
 
 
 def const(value: str) -> Format:
@@ -252,7 +158,7 @@ def reasoning_start(family: Family, prompt: str, thinking: bool) -> Start:
     return "opener"
 
 
-def reasoning_prefix(reasoning: Reasoning, start: Start) -> list[Format]:
+def reasoning_prefix(reasoning: TagReasoning, start: Start) -> list[Format]:
     if start == "none":
         return []
     opener = "" if start == "open" else reasoning.opener
@@ -278,17 +184,18 @@ def _atem_value(prop: Mapping[str, Any], root: Mapping[str, Any], grammar: TagGr
     return json_schema(standalone(prop, root), grammar=grammar)
 
 
-def _atem_args(name: str, params: Mapping[str, Any], grammar: TagGrammar) -> Format:
+def _atem_args(
+    param: tuple[str, str], name: str, params: Mapping[str, Any], grammar: TagGrammar
+) -> Format:
     """Muse's ATEM parameters (`<atem:parameter name="K">V</atem:parameter>`, one a line),
     one element per declared property: the required ones in order, then the optional ones
     (each `optional` from xgrammar 0.1.33; before, a list of them, where one may repeat)."""
     props = params.get("properties")
     if params is ANY_OBJECT or (not props and params.get("type") == "object"):
         # any object: any parameters (values are JSON or text, no markup inside)
-        return {
-            "type": "regex",
-            "pattern": r'(<atem:parameter name="[^"<>]+">[^<]*</atem:parameter>\n)*',
-        }
+        # (the tags hold no regex metacharacter: written as they stand)
+        begin = param[0].replace("{key_attr}", '[^"<>]+')
+        return {"type": "regex", "pattern": f"({begin}[^<]*{param[1]}\\n)*"}
     if not isinstance(props, Mapping) or params.get("type", "object") != "object":
         raise APIError(
             400,
@@ -300,7 +207,7 @@ def _atem_args(name: str, params: Mapping[str, Any], grammar: TagGrammar) -> For
 
     def one(key: str) -> Format:
         value = _atem_value(props[key], params, grammar)
-        return tag(f'<atem:parameter name="{_attr(key)}">', value, "</atem:parameter>")
+        return tag(param[0].replace("{key_attr}", _attr(key)), value, param[1])
 
     required = [one(k) for k in props if k in wanted]
     optional = [one(k) for k in props if k not in wanted]
@@ -318,12 +225,15 @@ def _atem_args(name: str, params: Mapping[str, Any], grammar: TagGrammar) -> For
     return sequence(*elements) if elements else const("")
 
 
-def _args(syntax: CallSyntax, tool: Mapping[str, Any], grammar: TagGrammar) -> Format | None:
+def _args(syntax: TagCalls, tool: Mapping[str, Any], grammar: TagGrammar) -> Format | None:
     """One call's argument element, or None when `grammar` lacks what it needs."""
     params = parameters(tool)
     kind = syntax.args
     if kind == "json":
-        return json_schema(params, grammar=grammar)
+        args = json_schema(params, grammar=grammar)
+        if syntax.index is None:
+            return args
+        return sequence({"type": "regex", "pattern": syntax.index}, const(syntax.args_begin), args)
     if kind == "deepseek_v4_1_xml" and not grammar.dsml_v41_style:
         kind = "deepseek_xml"  # the unspaced parameter tag, which the parser reads too
     if kind in ("qwen_xml", "deepseek_xml", "deepseek_v4_1_xml", "glm_xml"):
@@ -331,18 +241,11 @@ def _args(syntax: CallSyntax, tool: Mapping[str, Any], grammar: TagGrammar) -> F
         if not params.get("properties") and not grammar.xml_any_object:
             supported = False  # older styles fail on (or refuse) an object without properties
         return json_schema(params, kind) if supported else None
-    if kind == "kimi_k2":
-        index = {"type": "regex", "pattern": "[0-9]{1,3}"}
-        args = json_schema(params, grammar=grammar)
-        return sequence(index, const("<|tool_call_argument_begin|>"), args)
-    if kind == "kimi_k3":
-        index = {"type": "regex", "pattern": "[1-9][0-9]{0,2}"}
-        args = json_schema(params, grammar=grammar)
-        return sequence(index, const('"<|sep|><|open|>json<|sep|>'), args)
-    return _atem_args(tool_name(tool), params, grammar)
+    assert syntax.param is not None  # (the `atem` style's)
+    return _atem_args(syntax.param, tool_name(tool), params, grammar)
 
 
-def _call(syntax: CallSyntax, tool: Mapping[str, Any], args: Format) -> Format:
+def _call(syntax: TagCalls, tool: Mapping[str, Any], args: Format) -> Format:
     name = tool_name(tool)
     begin = (
         syntax.begin.replace("{name_json}", _json_string(name))
@@ -357,7 +260,7 @@ def _json_string(text: str) -> str:
 
 
 def _calls(
-    syntax: CallSyntax, tools: list[Mapping[str, Any]], grammar: TagGrammar
+    syntax: TagCalls, tools: list[Mapping[str, Any]], grammar: TagGrammar
 ) -> list[Format] | None:
     calls: list[Format] = []
     for tool in tools:
@@ -368,7 +271,7 @@ def _calls(
     return calls
 
 
-def _call_list(syntax: CallSyntax, calls: list[Format], parallel: bool) -> Format:
+def _call_list(syntax: TagCalls, calls: list[Format], parallel: bool) -> Format:
     block: Format = {
         "type": "tags_with_separator",
         "tags": calls,
@@ -381,7 +284,7 @@ def _call_list(syntax: CallSyntax, calls: list[Format], parallel: bool) -> Forma
 
 
 def native_calls(
-    syntax: CallSyntax,
+    syntax: TagCalls,
     tools: tuple[Mapping[str, Any], ...],
     named: str | None,
     parallel: bool,

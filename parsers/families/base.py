@@ -1,14 +1,15 @@
-"""The family contract: what a model family module provides to the two parser engines.
+"""The family contract: what a model family module provides to the parse runner.
 
-A family describes its output grammar once; both engines (V1 legacy jail, `parsers.v1`, and V2
-unified parser, `parsers.v2`) run it. See docs/parsers-internals.md for how to add one.
+A family describes its output grammar once; both generations (V1 legacy jail and V2 unified
+parser, a `Generation` of the same machines, `parsers.machine`) run it. See
+docs/parsers-internals.md for how to add one.
 
 Two shapes of family:
 
 * Marker families (Hermes, Qwen3-Coder, GLM, DeepSeek DSML, Kimi K2, Gemma 4): free text with
   call regions that begin at a start marker. They subclass `ToolGrammar` (start markers, V1 jail
   end markers, an incremental `CallScanner` for the text after a start marker) and use a
-  `ReasoningGrammar` (open/close markers). The engines do everything else: reasoning/content
+  `ReasoningGrammar` (open/close markers). The machines do everything else: reasoning/content
   splitting, marker hold-back, quote awareness (V2), guided JSON, tool_choice filtering.
 * Channel families (Kimi K3, Muse): the whole output is a channel grammar. They subclass
   `ChannelGrammar` and build their own `FamilyMachine` per request, reusing the shared
@@ -22,9 +23,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
-
-from parsers.record import Frozen, Record, set_field
 
 if TYPE_CHECKING:
     from parsers.emit import Emitter
@@ -33,49 +33,37 @@ if TYPE_CHECKING:
 
 Channel = Literal["content", "reasoning"]
 Generation = Literal[1, 2]
-PIECE = 2048  # the longest chunk a machine is fed at once (the engine cuts longer ones)
+PIECE = 2048  # the longest chunk a machine is fed at once (the runner cuts longer ones)
 
 
 # --- events -------------------------------------------------------------------------------
-# Value types are `Frozen`/`Record` classes (parsers.record): dataclass behaviour without the
-# per-class compile at import, which every isolated test's forked child would pay.
 
 
-class Text(Frozen):
+@dataclass(frozen=True, slots=True)
+class Text:
     """Plain text for the `content` or `reasoning_content` channel."""
 
-    __slots__ = ("channel", "text")
     text: str
-    channel: Channel
-
-    def __init__(self, text: str, channel: Channel = "content") -> None:
-        set_field(self, "text", text)
-        set_field(self, "channel", channel)
+    channel: Channel = "content"
 
 
-class CallBegin(Frozen):
+@dataclass(frozen=True, slots=True)
+class CallBegin:
     """A call's name is complete. `id` is the model's native id (Kimi), else None (generated)."""
 
-    __slots__ = ("id", "name")
     name: str
-    id: str | None
-
-    def __init__(self, name: str, id: str | None = None) -> None:
-        set_field(self, "name", name)
-        set_field(self, "id", id)
+    id: str | None = None
 
 
-class CallArgs(Frozen):
+@dataclass(frozen=True, slots=True)
+class CallArgs:
     """The next fragment of the current call's arguments JSON (canonical, see jsonstream)."""
 
-    __slots__ = ("fragment",)
     fragment: str
 
-    def __init__(self, fragment: str) -> None:
-        set_field(self, "fragment", fragment)
 
-
-class CallEnd(Frozen):
+@dataclass(frozen=True, slots=True)
+class CallEnd:
     """The current call is over.
 
     complete=False: the call was cut off (end of output, or malformed after its name went
@@ -84,13 +72,8 @@ class CallEnd(Frozen):
     returns it as content instead of the call (lossless).
     """
 
-    __slots__ = ("complete", "raw")
-    complete: bool
-    raw: str
-
-    def __init__(self, complete: bool = True, raw: str = "") -> None:
-        set_field(self, "complete", complete)
-        set_field(self, "raw", raw)
+    complete: bool = True
+    raw: str = ""
 
 
 Event = Text | CallBegin | CallArgs | CallEnd
@@ -99,16 +82,11 @@ Event = Text | CallBegin | CallArgs | CallEnd
 # --- per-request context ------------------------------------------------------------------
 
 
-_NEW_DICT: Any = object()  # default: a new empty dict (a dataclass `default_factory`)
-
-
-class CallContext(Frozen):
+@dataclass(frozen=True, slots=True)
+class CallContext:
     """What a scanner may know about the request: declared tools (for schema typing)."""
 
-    schemas: Mapping[str, Mapping[str, Any]]  # tool -> parameters
-
-    def __init__(self, schemas: Mapping[str, Mapping[str, Any]] = _NEW_DICT) -> None:
-        set_field(self, "schemas", {} if schemas is _NEW_DICT else schemas)
+    schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # tool -> parameters
 
     @classmethod
     def from_tools(cls, tools: tuple[Mapping[str, Any], ...] | list[Any] | None) -> CallContext:
@@ -158,31 +136,26 @@ ScanStatus = Literal["more", "done", "reject"]
 BatchCall = tuple[list[tuple[str | None, str, str]], int]
 
 
-class ScanResult(Record):
+@dataclass(slots=True)
+class ScanStep:
     """What a `CallScanner` returns for each `feed`/`finish`.
 
     status "more": the region goes on, feed more text.
-    status "done": the region ended; `rest` is text after it (the engine scans it as content).
+    status "done": the region ended; `rest` is text after it (the runner scans it as content).
     status "reject": not a call after all (only allowed before any event was returned): the
-        engine emits the start marker as text and re-scans `rest`, which must be exactly all
+        runner emits the start marker as text and re-scans `rest`, which must be exactly all
         text fed since the start marker.
     """
 
-    __slots__ = ("events", "rest", "status")
     events: list[Event]
-    status: ScanStatus
-    rest: str
-
-    def __init__(self, events: list[Event], status: ScanStatus = "more", rest: str = "") -> None:
-        self.events = events
-        self.status = status
-        self.rest = rest
+    status: ScanStatus = "more"
+    rest: str = ""
 
 
 class CallScanner(ABC):
     """Incremental parser for one call region, fed the text that follows a start marker.
 
-    Rules (the engines and the property tests rely on them):
+    Rules (the machines and the property tests rely on them):
     * Chunk invariance: the merged events, status and rest must not depend on how the input
       is split between `feed` calls.
     * Linear: never re-scan text already consumed; hold back only what may still change.
@@ -195,15 +168,15 @@ class CallScanner(ABC):
     """
 
     @abstractmethod
-    def feed(self, text: str) -> ScanResult: ...
+    def feed(self, text: str) -> ScanStep: ...
 
     @abstractmethod
-    def finish(self) -> ScanResult: ...
+    def finish(self) -> ScanStep: ...
 
     def stream(self, text: str) -> str | None:
         """Streaming fast path (V2): when `feed(text)` would only stream argument text (one
         `CallArgs(fragment)` or none, status "more"), do exactly what it does and return the
-        fragment ("" for none); otherwise None, having changed nothing. The engine then skips
+        fragment ("" for none); otherwise None, having changed nothing. The runner then skips
         the event and result objects (most of a few-character feed's cost). Optional."""
         return None
 
@@ -234,8 +207,8 @@ class ToolGrammar(ABC):
     def batch_call(self, text: str, pos: int, start: str, ctx: CallContext) -> BatchCall | None:
         """The complete call of the region opened by `start` whose text begins at `pos` of the
         whole output `text`, exactly as `scanner(start, ctx)` reads it (V2), with the offset
-        after the region; None whenever that is not certain (the engine then parses the
-        output). Default: no batch grammar, the engine parses every output of the family."""
+        after the region; None whenever that is not certain (the runner then parses the
+        output). Default: no batch grammar, the runner parses every output of the family."""
         return None
 
 
@@ -276,7 +249,8 @@ def scanned_region(
     return calls, stop - len(res.rest)
 
 
-class ReasoningGrammar(Frozen):
+@dataclass(frozen=True, slots=True)
+class ReasoningGrammar:
     """A marker family's reasoning markers (one instance per canonical reasoning parser name).
 
     Whether output starts inside reasoning is the plan's decision (`ParsePlan.start_in_reasoning`,
@@ -288,24 +262,10 @@ class ReasoningGrammar(Frozen):
     close_markers: tuple[str, ...]
     # Markers that end reasoning without belonging to it (Kimi K2.5: the tool section start),
     # also when no tool parser is configured: the text from the marker on is the answer.
-    end_markers: tuple[str, ...]
+    end_markers: tuple[str, ...] = ()
     # Protocol tokens that are markup wherever they stand outside a structure (message ends);
     # the close markers in the answer and the open markers inside reasoning are too.
-    stray_markers: tuple[str, ...]
-
-    def __init__(
-        self,
-        name: str,
-        open_markers: tuple[str, ...],
-        close_markers: tuple[str, ...],
-        end_markers: tuple[str, ...] = (),
-        stray_markers: tuple[str, ...] = (),
-    ) -> None:
-        set_field(self, "name", name)
-        set_field(self, "open_markers", open_markers)
-        set_field(self, "close_markers", close_markers)
-        set_field(self, "end_markers", end_markers)
-        set_field(self, "stray_markers", stray_markers)
+    stray_markers: tuple[str, ...] = ()
 
 
 # --- channel families (escape hatch) ------------------------------------------------------
@@ -323,8 +283,8 @@ class FamilyMachine(ABC):
     def fast_feed(
         self, emitter: Emitter, general: Callable[[str], list[Delta]]
     ) -> Callable[[str], list[Delta]]:
-        """The engine's per-chunk function (`StreamParser.feed`): `general` is
-        `emitter.push(self.feed(chunk))` with the engine's checks. A machine may return its
+        """The runner's per-chunk function (`StreamParser.feed`): `general` is
+        `emitter.push(self.feed(chunk))` with the runner's checks. A machine may return its
         own function that answers the common streaming chunks directly (same deltas, fewer
         objects: a few-character feed is mostly fixed costs) and calls `general` otherwise;
         it is used until `finish`."""
@@ -354,7 +314,7 @@ class ChannelGrammar(ABC):
     ) -> tuple[ToolGrammar | None, ReasoningGrammar | None] | None:
         """When `machine(plan, 2, ...)` is a plain `MarkerMachine`, its tool and reasoning
         grammars (the batch path then walks them); None (default) leaves every output of the
-        family to the engine."""
+        family to the runner."""
         return None
 
     def batch_message(
@@ -363,7 +323,7 @@ class ChannelGrammar(ABC):
         """The family's own whole-output reader (when `batch_grammars` gives none): exactly
         what `machine(plan, 2, ctx)` makes of the whole output `text` (a plan that is not a
         forced choice): content pieces, reasoning pieces, calls (native id or None, name,
-        arguments); None (default) for anything it does not decide: the engine runs."""
+        arguments); None (default) for anything it does not decide: the runner parses it."""
         return None
 
 

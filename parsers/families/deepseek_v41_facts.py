@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from parsers.family import Family
+from parsers.family import Family, TagCalls, TagReasoning
 
 FACTS = Family(
     key="deepseek_v41",
@@ -24,4 +24,18 @@ FACTS = Family(
     efforts=("none", "low", "high", "max"),
     effort_range=(1, 100),
     leading_close_means_reasoning=True,
+    tag_reasoning=TagReasoning("<think>", "</think>"),
+    tag_calls=(
+        (
+            "deepseek_v41",
+            TagCalls(
+                '<｜DSML｜ invoke name="{name_attr}">\n',
+                "\n</｜DSML｜ invoke>",  # the newline after the last parameter (as qwen3_coder)
+                "\n",
+                "<｜DSML｜ calls>",
+                "deepseek_v4_1_xml",
+                ("\n\n<｜DSML｜ calls>\n", "\n</｜DSML｜ calls>"),
+            ),
+        ),
+    ),
 )

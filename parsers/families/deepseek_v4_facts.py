@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from parsers.family import Family
+from parsers.family import Family, TagCalls, TagReasoning
 
 FACTS = Family(
     key="deepseek_v4",
@@ -16,4 +16,18 @@ FACTS = Family(
     chat_template="deepseek.jinja",
     # the template always prefills `<think>`: output starts in reasoning without evidence
     forced_start=True,
+    tag_reasoning=TagReasoning("<think>", "</think>"),
+    tag_calls=(
+        (
+            "deepseek_v4",
+            TagCalls(
+                '<｜DSML｜invoke name="{name_attr}">\n',
+                "\n</｜DSML｜invoke>",  # the newline after the last parameter (as qwen3_coder)
+                "\n",
+                "<｜DSML｜tool_calls>",
+                "deepseek_xml",
+                ("\n\n<｜DSML｜tool_calls>\n", "\n</｜DSML｜tool_calls>"),
+            ),
+        ),
+    ),
 )

@@ -36,7 +36,7 @@ from parsers.families.base import (
     CallEnd,
     CallScanner,
     Event,
-    ScanResult,
+    ScanStep,
     ToolGrammar,
     scanned_region,
 )
@@ -203,21 +203,21 @@ class DsmlScanner(CallScanner):
                 return ""
         return None
 
-    def feed(self, text: str) -> ScanResult:
+    def feed(self, text: str) -> ScanStep:
         out = self.stream(text)
         if out is not None:
-            return ScanResult([CallArgs(out)] if out else [])
+            return ScanStep([CallArgs(out)] if out else [])
         self._fed.append(text)
         self._buf.add(text)
         return self._release(self._run(final=False))
 
-    def finish(self) -> ScanResult:
+    def finish(self) -> ScanStep:
         res = self._release(self._finish())
         if res.status == "more":  # an orphan invoke still held at the end of output
-            return ScanResult([], "reject", "".join(self._fed))
+            return ScanStep([], "reject", "".join(self._fed))
         return res
 
-    def _release(self, res: ScanResult) -> ScanResult:
+    def _release(self, res: ScanStep) -> ScanStep:
         """Orphan invoke: hold its events until it closes; a region over before that is not
         a call."""
         held = self._held
@@ -227,21 +227,21 @@ class DsmlScanner(CallScanner):
         # (the new events only: looking through all held ones per feed was quadratic)
         if any(isinstance(e, CallEnd) and e.complete for e in res.events):
             self._held = None
-            return ScanResult(held, res.status, res.rest)
+            return ScanStep(held, res.status, res.rest)
         if res.status == "done":
-            return ScanResult([], "reject", "".join(self._fed))
-        return ScanResult([], "more")
+            return ScanStep([], "reject", "".join(self._fed))
+        return ScanStep([], "more")
 
-    def _finish(self) -> ScanResult:
+    def _finish(self) -> ScanStep:
         res = self._run(final=True)
         if res.status != "more":
             return res
         events = res.events
         if self._calls == 0:
-            return ScanResult([], "reject", "".join(self._fed))
+            return ScanStep([], "reject", "".join(self._fed))
         if self._in_call:
             self._force_close(events)
-        return ScanResult(events, "done", self._buf.rest())
+        return ScanStep(events, "done", self._buf.rest())
 
     def _force_close(self, events: list[Event]) -> None:
         if self._json is not None:
@@ -300,7 +300,7 @@ class DsmlScanner(CallScanner):
                 return None  # a tag still arriving
         return blanks, None
 
-    def _run(self, final: bool) -> ScanResult:
+    def _run(self, final: bool) -> ScanStep:
         events: list[Event] = []
         while True:
             st = self._state
@@ -314,7 +314,7 @@ class DsmlScanner(CallScanner):
                 if reader.error is not None:  # the text from the error on is content
                     return self._malformed(events)
                 if not reader.done:
-                    return ScanResult(events)
+                    return ScanStep(events)
                 self._state = "invoke"
                 continue
             if st == "value":
@@ -322,13 +322,13 @@ class DsmlScanner(CallScanner):
                 assert sink is not None
                 before, tag = self._buf.until(self._value_end, final)
                 if tag == self._start and self._orphan:
-                    return ScanResult([], "reject", "".join(self._fed))
+                    return ScanStep([], "reject", "".join(self._fed))
                 self._call_raw.append(before)
                 out = sink.feed(before)
                 if out:
                     events.append(CallArgs(out))
                 if tag is None:
-                    return ScanResult(events)
+                    return ScanStep(events)
                 if tag in _PARAM_CLOSE:
                     self._take(len(tag))
                 # else: the close is missing; the tag is read next in the invoke state
@@ -340,16 +340,16 @@ class DsmlScanner(CallScanner):
                 continue
             got = self._next_tag()
             if got is None:
-                return ScanResult(events)
+                return ScanStep(events)
             blanks, m = got
             if m is None:
                 return self._malformed(events)
             closing, name, attrs = m.group(1) == "/", m.group(2), dict(_ATTR.findall(m.group(3)))
             if st == "block":
                 if self._orphan and self._calls and not (closing and name == self._block):
-                    return ScanResult(events, "done", self._buf.rest())  # one invoke only
+                    return ScanStep(events, "done", self._buf.rest())  # one invoke only
                 if self._orphan and not self._calls and attrs.get("name") not in self._ctx.schemas:
-                    return ScanResult([], "reject", "".join(self._fed))  # not a declared tool
+                    return ScanStep([], "reject", "".join(self._fed))  # not a declared tool
                 if not closing and name == "invoke" and attrs.get("name"):
                     self._buf.take(blanks)
                     self._in_call = True
@@ -362,9 +362,9 @@ class DsmlScanner(CallScanner):
                     self._state = "invoke"
                 elif closing and name == self._block:
                     if self._calls == 0:
-                        return ScanResult([], "reject", "".join(self._fed))
+                        return ScanStep([], "reject", "".join(self._fed))
                     self._buf.take(blanks + m.end())
-                    return ScanResult(events, "done", self._buf.rest())
+                    return ScanStep(events, "done", self._buf.rest())
                 else:
                     return self._malformed(events)
             else:  # invoke: parameters or the invoke's close
@@ -384,19 +384,19 @@ class DsmlScanner(CallScanner):
                     self._end_invoke(events)
                     self._in_call = False
                     self._buf.take(m.end())
-                    return ScanResult(events, "done", self._buf.rest())
+                    return ScanStep(events, "done", self._buf.rest())
                 else:
                     return self._malformed(events)
 
     def _value_sink(self, key: str, string_attr: str | None) -> ValueSink | _Unwrap:
         return value_sink(self._ctx, self._name, self._args, key, string_attr)
 
-    def _malformed(self, events: list[Event]) -> ScanResult:
+    def _malformed(self, events: list[Event]) -> ScanStep:
         if self._calls == 0 and not events:
-            return ScanResult([], "reject", "".join(self._fed))
+            return ScanStep([], "reject", "".join(self._fed))
         if self._in_call:
             self._force_close(events)
-        return ScanResult(events, "done", self._buf.rest())
+        return ScanStep(events, "done", self._buf.rest())
 
 
 class DsmlGrammar(ToolGrammar):

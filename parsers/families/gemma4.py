@@ -2,7 +2,7 @@
 
     <|channel>thought\\n REASONING <channel|> ANSWER <|tool_call>call:NAME{ARGS}<tool_call|>...
 
-Calls: `<|tool_call>` opens a region read by `gemma4_call.CallScanner` (the ARGS grammar).
+Calls: `<|tool_call>` opens a region read by `gemma4_call.CallReader` (the ARGS grammar).
 Reasoning: `<|channel>` ... `<channel|>`, with the `thought\\n` channel label dropped. Gemma's
 reasoning is off unless the request turns thinking on (registry default); when it is off the
 reasoning parser does not run at all and the channel markers stay in the content, in both
@@ -25,23 +25,23 @@ from parsers.families.base import (
     CallBegin,
     CallContext,
     CallEnd,
+    CallScanner,
     ChannelGrammar,
     Event,
     FamilyMachine,
     Generation,
     ReasoningGrammar,
-    ScanResult,
+    ScanStep,
     Text,
     ToolGrammar,
     scanned_region,
 )
-from parsers.families.base import CallScanner as BaseScanner
 from parsers.families.gemma4_call import (
     CALL_END,
     CALL_START,
     STRING_DELIM,
     TURN_END,
-    CallScanner,
+    CallReader,
 )
 from parsers.jsonstream import escape_text
 from parsers.machine import MarkerMachine
@@ -54,11 +54,11 @@ LABEL = "thought\n"
 END_OF_TURN = (TURN_END, "<eos>")
 
 
-class Gemma4Scanner(BaseScanner):
-    """The framework's view of one call region (see `gemma4_call.CallScanner`)."""
+class Gemma4Scanner(CallScanner):
+    """The framework's view of one call region (see `gemma4_call.CallReader`)."""
 
     def __init__(self) -> None:
-        self._scan = CallScanner()
+        self._scan = CallReader()
         self._fed: list[str] = []
         self._begun = False
 
@@ -70,24 +70,24 @@ class Gemma4Scanner(BaseScanner):
             self._fed.append(text)
         return fragment
 
-    def feed(self, text: str) -> ScanResult:
+    def feed(self, text: str) -> ScanStep:
         self._fed.append(text)
         rest = self._scan.feed(text)
         events = self._drain()
         mode = self._scan.mode
         if mode == "done":
             events.append(CallEnd())
-            return ScanResult(events, "done", rest)
+            return ScanStep(events, "done", rest)
         if mode == "error":
             if not self._begun:
-                return ScanResult([], "reject", "".join(self._fed))
-            return ScanResult(events + self._force_close(), "done", rest)
-        return ScanResult(events)
+                return ScanStep([], "reject", "".join(self._fed))
+            return ScanStep(events + self._force_close(), "done", rest)
+        return ScanStep(events)
 
-    def finish(self) -> ScanResult:
+    def finish(self) -> ScanStep:
         if not self._begun:
-            return ScanResult([], "reject", "".join(self._fed))
-        return ScanResult(self._force_close(), "done")
+            return ScanStep([], "reject", "".join(self._fed))
+        return ScanStep(self._force_close(), "done")
 
     def _drain(self) -> list[Event]:
         events: list[Event] = []
@@ -117,7 +117,7 @@ class Gemma4Tools(ToolGrammar):
     def jail_end_markers(self, start: str) -> tuple[str, ...]:
         return (CALL_END, TURN_END)
 
-    def scanner(self, start: str, ctx: CallContext) -> BaseScanner:
+    def scanner(self, start: str, ctx: CallContext) -> CallScanner:
         return Gemma4Scanner()
 
     # --- whole-output batch grammar (parsers.batch) ---
@@ -136,7 +136,7 @@ class Gemma4Tools(ToolGrammar):
 # The common call shape, read with a few regexes: `call:NAME{` then `key:value` pairs split by
 # `,`, no blanks anywhere, values a `<|"|>` string, a JSON number, `true`/`false`/`null`
 # (lowercase, as the scanner writes them) or a flat `[...]` of those, then `}<tool_call|>`.
-# The arguments are what `gemma4_call.CallScanner` writes for that text (key and string
+# The arguments are what `gemma4_call.CallReader` writes for that text (key and string
 # literals by `json_string`/`escape_text`, the rest as written); any other text (blanks, bare
 # words, nested objects, other spellings, delimiters the region cuts) is the scanner's.
 _W_HEAD = re.compile(r"call:([A-Za-z0-9_.\-]+)\{")

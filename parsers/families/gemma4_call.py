@@ -12,7 +12,7 @@ parsing feeds the same scanner the whole text, so stream and batch cannot disagr
 Tolerated beyond the grammar (the model's own slips, as other servers accept them): keys
 wrapped in `<|"|>`, whitespace around keys/values, trailing commas, and a bare word value
 (`unit:celsius`) which becomes a string. Anything else is an error at the offending
-character, so the engine can return the call's text as content verbatim and rescan from there
+character, so the runner can return the call's text as content verbatim and rescan from there
 (a malformed call never swallows the call after it).
 """
 
@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Literal
 
 from parsers.jsonstream import escape_text
-from parsers.record import Record
 
 CALL_START = "<|tool_call>"
 CALL_END = "<tool_call|>"
@@ -78,20 +78,17 @@ def bare_value_json(token: str) -> str:
     return json_string(text)
 
 
-class _Frame(Record):
+@dataclass(slots=True)
+class _Frame:
     kind: Literal["obj", "arr"]
     # obj: "key" (expect key or close), "key_bare", "colon", "value", "after"
     # arr: "value" (expect element or close), "after"
     state: str
-    count: int
-
-    def __init__(self, kind: Literal["obj", "arr"], state: str, count: int = 0) -> None:
-        self.kind = kind
-        self.state = state
-        self.count = count
+    count: int = 0
 
 
-class CallScanner(Record):
+@dataclass(slots=True, init=False)
+class CallReader:
     """Feed the text following `<|tool_call>`; read `name`, `fragments`, `mode`.
 
     `feed` returns "" while the call is open. Once it ended (`mode == "done"`) it returns the
@@ -106,7 +103,7 @@ class CallScanner(Record):
     # variable), which made a long bare value, key, name or call quadratic across feeds.
     name: str | None
     # The call looks real: its first `key:` (or its closing brace) arrived. Before that a
-    # failure is "not a call" and the engine returns the text verbatim.
+    # failure is "not a call" and the runner returns the text verbatim.
     committed: bool
     fragments: list[str]  # argument JSON pieces not yet taken
     mode: Mode

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from parsers.family import Family, Prefill, ends_with
+from parsers.family import Family, Prefill, TagReasoning, ends_with
 
 FACTS = Family(
     key="gemma4",
@@ -18,4 +18,5 @@ FACTS = Family(
     # the thought channel is special tokens of the tool grammar too: without a reasoning parser
     # its markers are markup and its text content
     channel_reasoning=True,
+    tag_reasoning=TagReasoning("<|channel>thought\n", "<channel|>"),
 )

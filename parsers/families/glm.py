@@ -23,7 +23,7 @@ from parsers.families.base import (
     CallScanner,
     Event,
     ReasoningGrammar,
-    ScanResult,
+    ScanStep,
     ToolGrammar,
     scanned_region,
 )
@@ -169,20 +169,20 @@ class GlmScanner(CallScanner):
             return sink.feed(text)
         return None
 
-    def feed(self, text: str) -> ScanResult:
+    def feed(self, text: str) -> ScanStep:
         out = self.stream(text)
         if out is not None:
-            return ScanResult([CallArgs(out)] if out else [])
+            return ScanStep([CallArgs(out)] if out else [])
         self._fed.append(text)
         self._buf.add(text)
         return self._run(final=False)
 
-    def finish(self) -> ScanResult:
+    def finish(self) -> ScanStep:
         res = self._run(final=True)
         if res.status != "more":
             return res
         if not self._committed:
-            return ScanResult([], "reject", "".join(self._fed))
+            return ScanStep([], "reject", "".join(self._fed))
         events = res.events
         sink = None
         if self._state in ("value", "pending"):
@@ -192,14 +192,14 @@ class GlmScanner(CallScanner):
             if sink is not None:
                 sink.feed(self._buf.rest())
         end_call(events, sink, complete=False, raw=self._raw())
-        return ScanResult(events, "done")
+        return ScanStep(events, "done")
 
-    def _abort(self, events: list[Event]) -> ScanResult:
+    def _abort(self, events: list[Event]) -> ScanStep:
         """Malformed after the call went out: close it; the rest is content."""
         end_call(events, complete=False, raw=self._raw())
-        return ScanResult(events, "done", self._buf.rest())
+        return ScanStep(events, "done", self._buf.rest())
 
-    def _run(self, final: bool) -> ScanResult:
+    def _run(self, final: bool) -> ScanStep:
         events: list[Event] = []
         buf = self._buf
         while True:
@@ -211,12 +211,12 @@ class GlmScanner(CallScanner):
                     seen = buf.text[: _NAME_END.holdback(buf.text)]
                     core = seen.strip()
                     if "<" in seen or "\n" in core or len(core) > _MAX_NAME:
-                        return ScanResult([], "reject", "".join(self._fed))
-                    return ScanResult(events)
+                        return ScanStep([], "reject", "".join(self._fed))
+                    return ScanStep(events)
                 limit = m.start()
                 name = _strip_name(buf.text[:limit])
                 if not name or "<" in name or "\n" in name or len(name) > _MAX_NAME:
-                    return ScanResult([], "reject", "".join(self._fed))
+                    return ScanStep([], "reject", "".join(self._fed))
                 buf.take(limit)
                 self._name = name
                 begin_call(events, name)
@@ -225,13 +225,13 @@ class GlmScanner(CallScanner):
             elif st == "body":
                 blanks, tag = _after_layout(buf.text, _BODY_TAGS)
                 if tag is None:
-                    return ScanResult(events)
+                    return ScanStep(events)
                 if tag is False:
                     return self._abort(events)
                 buf.take(blanks + len(tag))
                 if tag == TOOL_CALL_END:
                     end_call(events)
-                    return ScanResult(events, "done", buf.rest())
+                    return ScanStep(events, "done", buf.rest())
                 self._state = "key"
             elif st == "key":
                 before, tag = buf.until(_KEY_END, final)
@@ -240,7 +240,7 @@ class GlmScanner(CallScanner):
                 if tag is None:
                     # Judged when its close arrives, never while it grows: a split then
                     # cannot change where the call ends (the pieces make waiting linear).
-                    return ScanResult(events)
+                    return ScanStep(events)
                 if len("".join(self._key).strip()) > _MAX_NAME:
                     return self._abort(events)
                 buf.take(len(tag))
@@ -248,7 +248,7 @@ class GlmScanner(CallScanner):
             elif st == "value_tag":
                 blanks, tag = _after_layout(buf.text, _VALUE_TAG)
                 if tag is None:
-                    return ScanResult(events)
+                    return ScanStep(events)
                 if tag is False:
                     return self._abort(events)
                 buf.take(blanks + len(tag))
@@ -268,7 +268,7 @@ class GlmScanner(CallScanner):
                 elif stripped and not _VALUE_END.is_partial(stripped):
                     self._sink = pend.choose(stripped[0])
                 elif not final:
-                    return ScanResult(events)
+                    return ScanStep(events)
                 else:
                     self._sink = StringValue(pend.prefix, trim=_TRIM)
                 self._pending = None
@@ -281,7 +281,7 @@ class GlmScanner(CallScanner):
                 if out:
                     events.append(CallArgs(out))
                 if tag is None:
-                    return ScanResult(events)
+                    return ScanStep(events)
                 events.append(CallArgs(sink.end()))
                 self._sink = None
                 if tag == ARG_VALUE_END:
@@ -396,7 +396,7 @@ def _plain_call(text: str, pos: int, ctx: CallContext) -> BatchCall | None:
     for raw_key, raw in pairs:
         key = raw_key.strip()
         if len(key) > _MAX_NAME:
-            return None  # not a key: the engine ends the call there
+            return None  # not a key: the runner ends the call there
         value = raw.strip("\r\n")
         first = raw.lstrip(" \t\r\n")[:1]
         if declared:

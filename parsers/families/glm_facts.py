@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from parsers.family import Family
+from parsers.family import Family, TagCalls, TagReasoning
 
 FACTS = Family(
     key="glm",
@@ -15,4 +15,8 @@ FACTS = Family(
     reasoning_markers=("<think>", "</think>"),
     chat_template="glm.jinja",
     tool_templates=(("glm45", "glm45.jinja"),),
+    tag_reasoning=TagReasoning("<think>", "</think>"),
+    tag_calls=(
+        ("glm47", TagCalls("<tool_call>{name}", "</tool_call>", "\n", "<tool_call>", "glm_xml")),
+    ),
 )

@@ -7,13 +7,10 @@ import re
 
 from parsers.families.base import (
     BatchCall,
-    CallArgs,
-    CallBegin,
     CallContext,
-    CallEnd,
     CallScanner,
     Event,
-    ScanResult,
+    ScanStep,
     ToolGrammar,
 )
 from parsers.guided import JsonCallObject
@@ -24,13 +21,11 @@ CLOSE = "</tool_call>"
 _CLOSE_SET = MarkerSet((CLOSE,))
 _WS = " \t\r\n"
 
-# Whole-call fast path (issue 14, item 7): when one feed holds a complete call in the common
-# shape (`{"name": "...", "arguments": {...}}`, no backslash, no blank before a key's colon,
-# then `</tool_call>`)
-# the events are what `JsonCallObject` gives for it (the name, the arguments object exactly as
-# written, a complete end), computed with one regex and one C-level `raw_decode` instead of the
-# character-by-character reader. Anything else (escapes, other keys or order, NaN/Infinity, a
-# cut-off call, a chunk that holds only part of it) goes through the reader as before.
+# The batch grammar's call shape: a complete call in the common shape (`{"name": "...",
+# "arguments": {...}}`, no backslash, no blank before a key's colon, then `</tool_call>`), read
+# with one regex and one C-level `raw_decode`; its arguments are the object exactly as written,
+# which is what `JsonCallObject` gives for it. Anything else (escapes, other keys or order,
+# NaN/Infinity, a cut-off call) is the scanner's.
 _B = "[ \t\r\n]*"  # JSON blanks
 _WHOLE_HEAD = re.compile(
     rf'{_B}\{{{_B}"name"{_B}:{_B}"([^"\\\x00-\x1f]*)"{_B},{_B}"arguments"{_B}:{_B}(?=\{{)'
@@ -48,18 +43,9 @@ def _no_constant(name: str) -> object:
 _DECODER = json.JSONDecoder(parse_constant=_no_constant)
 
 
-def whole_call(text: str, pos: int = 0) -> tuple[list[Event], int] | None:
-    """The events of the complete call at `pos` of `text` (after `<tool_call>`) and the
-    offset after its `</tool_call>`, or None when the text is not in the common shape."""
-    found = _whole(text, pos)
-    if found is None:
-        return None
-    name, args, end = found
-    return [CallBegin(name), CallArgs(args), CallEnd()], end
-
-
 def _whole(text: str, pos: int) -> tuple[str, str, int] | None:
-    """`whole_call` as (name, arguments, offset after the closer)."""
+    """(name, arguments, offset after `</tool_call>`) of the complete call at `pos` of `text`
+    (after `<tool_call>`), or None when it is not in the common shape."""
     head = _WHOLE_HEAD.match(text, pos)
     if head is None or not head.group(1).strip():  # a blank name: not a call
         return None
@@ -87,8 +73,6 @@ class HermesScanner(CallScanner):
     back to content; a missing closer at the end of output is tolerated.
     """
 
-    whole_fast = True  # `whole_call` on a first feed (tests turn it off to compare)
-
     def __init__(self) -> None:
         self._obj = JsonCallObject()
         self._fed: list[str] = []
@@ -109,10 +93,7 @@ class HermesScanner(CallScanner):
             self._fed.append(text)
         return fragment
 
-    def feed(self, text: str) -> ScanResult:
-        if not self._fed and self.whole_fast and (whole := whole_call(text)) is not None:
-            self._fed.append(text)
-            return ScanResult(whole[0], "done", text[whole[1] :])
+    def feed(self, text: str) -> ScanStep:
         self._fed.append(text)
         events: list[Event] = []
         i = 0
@@ -121,11 +102,11 @@ class HermesScanner(CallScanner):
             events.extend(ev)
             if self._obj.error is not None:
                 if not self._obj.committed:
-                    return ScanResult([], "reject", "".join(self._fed))
+                    return ScanStep([], "reject", "".join(self._fed))
                 self._force(events)
-                return ScanResult(events, "done", text[i:])
+                return ScanStep(events, "done", text[i:])
             if not self._obj.done:
-                return ScanResult(events)
+                return ScanStep(events)
             self._after = True
         data = text[i:]
         if self._partial:
@@ -134,22 +115,22 @@ class HermesScanner(CallScanner):
             rest = data.lstrip(_WS)
             self._blanks.append(data[: len(data) - len(rest)])
         if rest.startswith(CLOSE):
-            return ScanResult(events, "done", rest[len(CLOSE) :])
+            return ScanStep(events, "done", rest[len(CLOSE) :])
         if rest and not _CLOSE_SET.is_partial(rest):
             # no closer: the whitespace after the call stays content (lossless)
-            return ScanResult(events, "done", "".join(self._blanks) + rest)
+            return ScanStep(events, "done", "".join(self._blanks) + rest)
         self._partial = rest
-        return ScanResult(events)
+        return ScanStep(events)
 
-    def finish(self) -> ScanResult:
+    def finish(self) -> ScanStep:
         if self._after:
-            # blanks after the object at the end of output: the engine's blank rule decides
-            return ScanResult([], "done", "".join(self._blanks) + self._partial)
+            # blanks after the object at the end of output: the runner's blank rule decides
+            return ScanStep([], "done", "".join(self._blanks) + self._partial)
         if not self._obj.committed:
-            return ScanResult([], "reject", "".join(self._fed))
+            return ScanStep([], "reject", "".join(self._fed))
         events: list[Event] = []
         self._force(events)
-        return ScanResult(events, "done")
+        return ScanStep(events, "done")
 
 
 class HermesGrammar(ToolGrammar):
@@ -165,6 +146,6 @@ class HermesGrammar(ToolGrammar):
 
     # --- whole-output batch grammar (parsers.batch) ---
     def batch_call(self, text: str, pos: int, start: str, ctx: CallContext) -> BatchCall | None:
-        # the whole-call shape above; anything else (escapes, cut-off, ...) is the engine's
+        # the call shape above; anything else (escapes, cut-off, ...) is the runner's
         found = _whole(text, pos)
         return None if found is None else ([(None, found[0], found[1])], found[2])

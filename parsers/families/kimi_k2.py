@@ -30,6 +30,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from parsers.families.base import (
@@ -41,14 +42,13 @@ from parsers.families.base import (
     CallScanner,
     Event,
     ReasoningGrammar,
-    ScanResult,
+    ScanStep,
     Text,
     ToolGrammar,
     scanned_region,
 )
 from parsers.families.kimi_k2_facts import FACTS
 from parsers.jsonstream import JsonValueReader
-from parsers.record import Record
 
 SECTION_BEGINS = ("<|tool_calls_section_begin|>", "<|tool_call_section_begin|>")
 SECTION_ENDS = ("<|tool_calls_section_end|>", "<|tool_call_section_end|>")
@@ -67,8 +67,8 @@ _COUNTER_RE = re.compile(r"[0-9]+")
 _WORD = re.compile(r"\w")
 _FUNCTIONS_PREFIX = "functions."
 _WS = " \t\r\n"
-# Whole-arguments fast path (issue 14, item 7; as `hermes.whole_call`): blanks between a key
-# and its colon are moved by the reader, so such arguments take the reader.
+# The batch grammar's arguments (`_whole_arguments`): blanks between a key and its colon are
+# moved by the reader, so such arguments are the scanner's.
 _KEY_BLANK_COLON = re.compile(r'"[ \t\r\n]+:')
 
 
@@ -120,7 +120,8 @@ def _strings_canonical(value: str) -> bool:
 _CANONICAL_ESCAPE = re.compile(r'\\(?:["\\bfnrt]|u00(?:0[0-7]|0b|0e|0f|1[0-9a-f]))')
 
 
-class _Call(Record):
+@dataclass(slots=True, init=False)
+class _Call:
     """One call after `<|tool_call_begin|>`: header, then arguments, until an end or boundary.
 
     `feed` returns None while the call goes on, else the text after it (after the end marker,
@@ -180,8 +181,6 @@ class _Call(Record):
         """The call's markup as written, for V1 (returned as content when it does not parse)."""
         return "".join(self._raw)
 
-    whole_fast = True  # `_whole` before the reader (tests turn it off to compare)
-
     def feed(self, text: str, final: bool = False) -> str | None:
         if not final and self._hold_header(text):
             return None
@@ -194,40 +193,6 @@ class _Call(Record):
         if not self._named:
             return self._header(text, final)
         return self._arguments(text, final)
-
-    def _whole(self, text: str) -> str | None:
-        """Arguments and end marker complete in `text`, in the common shape (a JSON object,
-        no `<` before `<|tool_call_end|>`, no blank before a key's colon, only blanks around
-        it, escaped strings written as `json.dumps` writes them): what the reader and `_close`
-        would do, with one C-level `raw_decode` (the reader keeps such an object exactly as
-        written). Returns the text
-        after the end marker, or None having changed nothing."""
-        k = text.find(CALL_END)
-        if k == -1:
-            return None
-        body = text[:k]
-        if "<" in body or _KEY_BLANK_COLON.search(body) is not None:
-            return None
-        value = body.strip(_WS)
-        if not value.startswith("{"):
-            return None
-        lead = len(body) - len(body.lstrip(_WS))
-        try:
-            _, end = _DECODER.raw_decode(body, lead)
-        except ValueError:
-            return None
-        if end != lead + len(value):
-            return None
-        if "\\" in value and not _strings_canonical(value):
-            return None
-        self._raw.append(body[:lead])
-        self._started = True
-        self._append(body[lead:])
-        self._send(value)
-        self._raw.append(CALL_END)
-        self.ended = True
-        self.events.append(CallEnd(True, self.raw))
-        return text[k + len(CALL_END) :]
 
     def streaming(self) -> bool:
         """Inside a JSON string of the arguments, nothing undecided: `string_run` may take
@@ -322,14 +287,6 @@ class _Call(Record):
     # -- arguments --
 
     def _arguments(self, text: str, final: bool) -> str | None:
-        if (
-            self.whole_fast
-            and not self._started
-            and self._counter_id is None
-            and not self._raw_mode
-            and (rest := self._whole(text)) is not None
-        ):
-            return rest
         n = len(text)
         i = fed = 0  # text[:fed] is taken (argument text)
         if not self._escape and "<" not in text and '"' not in text and "\\" not in text:
@@ -599,7 +556,7 @@ class _Scanner(CallScanner):
             return ""
         return None
 
-    def feed(self, text: str) -> ScanResult:
+    def feed(self, text: str) -> ScanStep:
         if len(text) <= _FEED_STEP:
             return self._scan(text, final=False)
         # A long feed (V1 hands over the whole jailed region) in bounded steps: each marker
@@ -613,12 +570,12 @@ class _Scanner(CallScanner):
             pos += _FEED_STEP
             events += result.events
             if result.status != "more" or pos >= len(text):
-                return ScanResult(events, result.status, result.rest + text[pos:])
+                return ScanStep(events, result.status, result.rest + text[pos:])
 
-    def finish(self) -> ScanResult:
+    def finish(self) -> ScanStep:
         return self._scan("", final=True)
 
-    def _scan(self, text: str, final: bool) -> ScanResult:
+    def _scan(self, text: str, final: bool) -> ScanStep:
         events: list[Event] = []
         buf = self._buf + text
         self._buf = ""
@@ -627,26 +584,26 @@ class _Scanner(CallScanner):
             if call is not None:
                 rest = call.feed(buf, final)
                 if call.failed and not self._section and not self._emitted:
-                    # A bare start marker that is not a call: the engine re-scans the text.
-                    return ScanResult([], "reject", call.raw[len(CALL_BEGIN) :] + (rest or ""))
+                    # A bare start marker that is not a call: the runner re-scans the text.
+                    return ScanStep([], "reject", call.raw[len(CALL_BEGIN) :] + (rest or ""))
                 if call.failed:  # a malformed call is content, verbatim
                     self._text(events, call.raw)
                 else:
                     self._events(events, call.events)
                     call.events.clear()
                 if rest is None:
-                    return ScanResult(events)
+                    return ScanStep(events)
                 self._call = None
                 buf = rest
                 if not self._section:
-                    return ScanResult(events, "done", buf)
+                    return ScanStep(events, "done", buf)
                 continue
             done, buf = self._section_text(buf, events, final)
             if done:
-                return ScanResult(events, "done", buf)
+                return ScanStep(events, "done", buf)
             if self._call is None:
                 self._buf = buf
-                return ScanResult(events, "done" if final else "more", "")
+                return ScanStep(events, "done" if final else "more", "")
 
     def _section_text(self, buf: str, events: list[Event], final: bool) -> tuple[bool, str]:
         """Scan section text up to the next call (opened in self._call) or the section end."""
@@ -728,7 +685,7 @@ class KimiK2Grammar(ToolGrammar):
 # --- whole-output batch grammar (parsers.batch) ---
 # A section (after its begin marker) of calls in the common shape, read with `str.find`: blanks,
 # then calls `<|tool_call_begin|>` + a `functions.NAME:IDX` header + `<|tool_call_argument_begin|>`
-# + arguments `_Call._whole` takes (one JSON object kept as written) + `<|tool_call_end|>`,
+# + arguments `_whole_arguments` takes (one JSON object kept as written) + `<|tool_call_end|>`,
 # separated by blanks, then a section end. Ids as the scanner gives them (`_unique` per
 # section). Anything else (counter ids, text between calls, other argument shapes, a cut
 # section) is the scanner's.
@@ -766,8 +723,10 @@ def _whole_section(text: str, pos: int) -> BatchCall | None:
 
 
 def _whole_arguments(text: str, start: int, stop: int) -> str | None:
-    """`_Call._whole`'s test on `text[start:stop]` (the arguments before the end marker):
-    the object as written, or None."""
+    """The arguments `text[start:stop]` (before the end marker) in the common shape (a JSON
+    object, no `<`, no blank before a key's colon, only blanks around it, escaped strings
+    written as `json.dumps` writes them), as written: what the reader keeps for them; else
+    None."""
     if text.find("<", start, stop) != -1 or _KEY_BLANK_COLON.search(text, start, stop):
         return None
     lead = _BLANK_RUN.match(text, start).end()  # type: ignore[union-attr]

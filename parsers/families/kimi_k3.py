@@ -40,6 +40,7 @@ tool_choice none) the tool channels are text.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from parsers.families.base import (
@@ -53,13 +54,12 @@ from parsers.families.base import (
     Event,
     FamilyMachine,
     Generation,
-    ScanResult,
+    ScanStep,
     Text,
 )
 from parsers.guided import GuidedScanner
 from parsers.jsonstream import JsonValueReader, canonical_json, dumps, escape_text
 from parsers.plan import ParsePlan
-from parsers.record import Frozen, set_field
 from parsers.scan import QuoteTracker
 from parsers.types import Delta, content_delta, reasoning_delta
 
@@ -95,20 +95,12 @@ _PROSE: frozenset[State] = frozenset({"top", "think", "response"})
 _REGION_OPENERS = frozenset({"think", "tools", "call", "argument", "json"})
 
 
-class Marker(Frozen):
-    __slots__ = ("attrs", "kind", "name", "raw")
+@dataclass(frozen=True, slots=True)
+class Marker:
     kind: Literal["open", "close", "eom"]
     name: str
     attrs: dict[str, str]
     raw: str
-
-    def __init__(
-        self, kind: Literal["open", "close", "eom"], name: str, attrs: dict[str, str], raw: str
-    ) -> None:
-        set_field(self, "kind", kind)
-        set_field(self, "name", name)
-        set_field(self, "attrs", attrs)
-        set_field(self, "raw", raw)
 
 
 def decode_attr(value: str) -> str:
@@ -334,7 +326,7 @@ class KimiK3Machine(FamilyMachine):
         return out
 
     def finish(self, reason: str = "stop") -> list[Event]:
-        # Let go of the engine's feed: kept past the end it makes engine and machine a
+        # Let go of the runner's feed: kept past the end it makes runner and machine a
         # reference cycle, freed only by the cyclic collector.
         self._general = self._unbound
         out: list[Event] = []
@@ -511,7 +503,7 @@ class KimiK3Machine(FamilyMachine):
         res = scanner.feed(data[pos:])
         if res.status == "more" and final:
             end = scanner.finish()
-            res = ScanResult(res.events + end.events, end.status, end.rest)
+            res = ScanStep(res.events + end.events, end.status, end.rest)
         out.extend(res.events)
         if res.status == "more":
             return data, len(data)
@@ -744,7 +736,7 @@ class KimiK3Machine(FamilyMachine):
 # --- whole-output batch grammar (parsers.batch) ---
 # The common shape of a whole V2 output, read with regexes for the markers as models write
 # them (no blanks inside a marker, `key` then `type`, `tool` then `index`); any other shape
-# returns None and the engine runs. Exact by these arguments: prose (think/response) is
+# returns None and the runner parses it. Exact by these arguments: prose (think/response) is
 # taken up to the canonical close of its channel, and every token in it must be one that
 # `read_marker` calls text (a real marker there: None); a close marker is never quote-checked;
 # the openers taken at the top level (think, tools, call) come after a channel change (the
@@ -783,7 +775,7 @@ def batch_message(
 ) -> tuple[list[str], list[str], list[BatchCall]] | None:
     """`KimiK3Machine(plan, 2, ctx)`'s content pieces, reasoning pieces and calls (native id,
     name, arguments) for the whole output `text`, or None for a shape this reader does not
-    take (see above). The plan is not forced (`parsers.batch` leaves those to the engine)."""
+    take (see above). The plan is not forced (`parsers.batch` leaves those to the runner)."""
     if not plan.reasoning_channel:
         return None  # thinking off: think markers dropped, their text is layout-ruled content
     tools_on = plan.parse_tools
@@ -801,7 +793,7 @@ def batch_message(
     while pos >= 0:
         m = top(text, pos)
         if m is None:
-            return None  # text outside the channels, another marker: the engine's
+            return None  # text outside the channels, another marker: the runner's
         kind = m.lastgroup
         pos = m.end()
         if kind == "thought":
@@ -870,7 +862,7 @@ def _batch_calls(
         if "&" in name:
             name = decode_attr(name)
         if not name.strip():
-            return -1  # not a call: its text is content (the engine's)
+            return -1  # not a call: its text is content (the runner's)
         if index is not None and "&" in index:
             index = decode_attr(index)
         pos = head.end()
@@ -897,7 +889,7 @@ def _batch_calls(
                 parts.append(f"{dumps(key)}:{canonical_json(value) or dumps(value)}")
         end = _B_CALL_END.match(text, pos)
         if end is None:
-            return -1  # cut off, a stray or malformed marker: the engine's
+            return -1  # cut off, a stray or malformed marker: the runner's
         pos = end.end()
         if json_text is not None:
             args = json_text if json_text.strip(_WS) else "{}"

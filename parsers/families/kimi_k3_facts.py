@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from parsers.family import Family, Prefill
+from parsers.family import Family, Prefill, TagCalls, TagReasoning
 
 FACTS = Family(
     key="kimi_k3",
@@ -25,4 +25,20 @@ FACTS = Family(
     channel_reasoning=True,
     # the template renders the effort into the prompt: the encoder knows low, high and max
     efforts=("none", "low", "high", "max"),
+    tag_reasoning=TagReasoning("<|open|>think<|sep|>", "<|close|>think<|sep|>"),
+    tag_calls=(
+        (
+            "kimi_k3",
+            TagCalls(
+                '<|open|>call tool="{name_attr}" index="',
+                "<|close|>json<|sep|><|close|>call<|sep|>",
+                "\n",
+                "<|open|>tools<|sep|>",
+                "json",
+                ("<|open|>tools<|sep|>\n", "\n<|close|>tools<|sep|>"),
+                index="[1-9][0-9]{0,2}",
+                args_begin='"<|sep|><|open|>json<|sep|>',
+            ),
+        ),
+    ),
 )

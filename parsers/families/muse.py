@@ -40,7 +40,7 @@ from parsers.families.base import (
     Event,
     FamilyMachine,
     Generation,
-    ScanResult,
+    ScanStep,
     Text,
 )
 from parsers.families.muse_atem import AtemScanner, batch_calls
@@ -232,10 +232,10 @@ class MuseMachine(FamilyMachine):
         guided = self._guided
         assert guided is not None
         data, self._buf = self._buf, ""
-        res = guided.feed(data) if data else ScanResult([])
+        res = guided.feed(data) if data else ScanStep([])
         if res.status == "more" and final:
             end = guided.finish()
-            res = ScanResult(res.events + end.events, end.status, end.rest)
+            res = ScanStep(res.events + end.events, end.status, end.rest)
         out.extend(res.events)
         if res.status == "more":
             return False
@@ -476,7 +476,7 @@ class MuseMachine(FamilyMachine):
 # markers the quote tracker (reset at the body's start, fed as `_body_step` feeds it) finds
 # quoted; a tool body runs to the first marker and is read by `muse_atem.batch_calls`.
 # Anything else (output starting in reasoning, text between messages, a header that ends a
-# body without its end marker, a bad header, an unread tool body): None, the engine's.
+# body without its end marker, a bad header, an unread tool body): None, the runner's.
 
 # blanks, then: the common header whole (its recipient: what `_recipient` finds in it; at
 # most `_MAX_HEADER` characters with `assistant to=`), any
@@ -493,7 +493,7 @@ def batch_message(
 ) -> tuple[list[str], list[str], list[tuple[str | None, str, str]]] | None:
     """`MuseMachine(plan, 2, ctx)`'s content pieces, reasoning pieces and calls (no native
     ids) for the whole output `text`, or None for a shape this reader does not take (see
-    above). The plan is not forced (`parsers.batch` leaves those to the engine)."""
+    above). The plan is not forced (`parsers.batch` leaves those to the runner)."""
     if plan.start_in_reasoning:
         return None
     registered = frozenset(ctx.schemas)
@@ -520,7 +520,7 @@ def batch_message(
         elif kind == "start":
             header = search(text, m.end())
             if header is None or header.group() != MESSAGE:
-                return None  # a bad header: text, the engine's
+                return None  # a bad header: text, the runner's
             if header.start() - m.end() > _MAX_HEADER:
                 return None
             recipient = _recipient(text[m.end() : header.start()])
@@ -529,7 +529,7 @@ def batch_message(
             j = m.end()
             state, end, recipient = _bare_header(text[j : j + _BARE_WINDOW])
             if state != "match":
-                return None  # a headerless message: the engine's
+                return None  # a headerless message: the runner's
             pos = j + end
         if recipient == SELF:
             out = thought if plan.reasoning_channel else content
@@ -539,7 +539,7 @@ def batch_message(
             mk = search(text, pos)
             stop = n if mk is None else mk.start()
             if mk is not None and mk.group() not in _ENDS:
-                return None  # a header ends it: the engine's
+                return None  # a header ends it: the runner's
             found = batch_calls(text, pos, stop, declared)
             if found is None:
                 return None
@@ -572,12 +572,12 @@ def _batch_body(
         if mk is None or mk.group() in _ENDS:
             return mk
         if mk.group() == MESSAGE:
-            return False  # a header may end the body: the engine's
+            return False  # a header may end the body: the runner's
         if quotes is None and rechecks < 8:
             shape = prose_shape(text[check : mk.start()])
             if shape is not None:
                 if shape.group("open") is None:
-                    return False  # unquoted: it ends the body (the engine's)
+                    return False  # unquoted: it ends the body (the runner's)
                 check += shape.start("open")  # in an open code span: resumes at its backtick
                 rechecks += 1
                 fed = mk.end()
@@ -586,7 +586,7 @@ def _batch_body(
             quotes = QuoteTracker()
             quotes.feed(text[pos:fed])
         if not quotes.quotes_marker(text[fed : mk.start()], mk.group()):
-            return False  # an unquoted `<|start|>` ends the body: the engine's
+            return False  # an unquoted `<|start|>` ends the body: the runner's
         fed = mk.end()
 
 

@@ -21,11 +21,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
 from parsers.jsonstream import canonical_json, dumps, escape_text
-from parsers.record import Record
 
 BLOCK_OPEN = "<atem:function_calls>"
 BLOCK_CLOSE = "</atem:function_calls>"
@@ -69,22 +69,17 @@ def value_json(raw: str) -> str:
     return canonical if canonical is not None else dumps(raw)
 
 
-class AtemEvent(Record):
+@dataclass(slots=True)
+class AtemEvent:
     kind: Literal["call", "args", "end", "text", "abort"]
     # call: the invoke name; args: an arguments fragment; end: the call is complete; text:
     # content text; abort: the current call failed and this is its text (verbatim).
     text: str
-    closers: str  # abort: text closing the arguments already emitted into valid JSON
-
-    def __init__(
-        self, kind: Literal["call", "args", "end", "text", "abort"], text: str, closers: str = ""
-    ) -> None:
-        self.kind = kind
-        self.text = text
-        self.closers = closers
+    closers: str = ""  # abort: text closing the arguments already emitted into valid JSON
 
 
-class AtemScanner(Record):
+@dataclass(slots=True, init=False)
+class AtemScanner:
     """Feed tool-body text (framing tokens already removed); collect `events`; then `finish`."""
 
     events: list[AtemEvent]
@@ -226,7 +221,7 @@ class AtemScanner(Record):
         """The current invoke is malformed or unterminated.
 
         Before it was committed nothing went out: its text is content, verbatim. After, the
-        engine force-closes the call (`abort`, with the text closing its JSON).
+        runner force-closes the call (`abort`, with the text closing its JSON).
         """
         if not self._committed:
             self._text("".join(self._invoke_raw))
@@ -332,7 +327,7 @@ class AtemScanner(Record):
 # layout, a value runs to the first `</atem:parameter>`, a declared string or a value whose
 # first non-blank character cannot start JSON is the string as written, any other value its
 # canonical JSON when it is JSON, else the string. Anything else (text between tags, a
-# blank invoke name, a malformed or unterminated tag): None, the engine's.
+# blank invoke name, a malformed or unterminated tag): None, the runner's.
 
 _B_TOP = re.compile(
     r"[ \t\r\n]*(?:(?P<block><atem:function_calls>|</atem:function_calls>)"
@@ -367,7 +362,7 @@ def batch_calls(
     while True:
         top = _B_TOP.match(text, pos, end)
         if top is None:
-            return None  # text between tags: content, the engine's
+            return None  # text between tags: content, the runner's
         pos = top.end()
         kind = top.lastgroup
         if kind == "end":
@@ -380,7 +375,7 @@ def batch_calls(
             if not name.strip():
                 return None  # not a call: text
             found = _B_PARAMS.findall(params)
-            # a tag longer than `_MAX_TAG` is not one (`_name_tag_at`): the engine's
+            # a tag longer than `_MAX_TAG` is not one (`_name_tag_at`): the runner's
             if len(name) > _MAX_NAME_IN["invoke"] or any(
                 len(k) > _MAX_NAME_IN["parameter"] for k, _ in found
             ):
@@ -405,7 +400,7 @@ def batch_calls(
                 pos = param.end()
                 break
             if param.end() - text.index("<", param.start()) > _MAX_TAG:
-                return None  # not a tag (`_name_tag_at`): the engine's
+                return None  # not a tag (`_name_tag_at`): the runner's
             if key is None:
                 key = key2
             start = param.end()

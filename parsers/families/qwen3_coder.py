@@ -22,7 +22,7 @@ from parsers.families.base import (
     CallContext,
     CallScanner,
     Event,
-    ScanResult,
+    ScanStep,
     ToolGrammar,
     scanned_region,
 )
@@ -384,8 +384,8 @@ class Qwen3CoderScanner(CallScanner):
     def _raw(self) -> str:
         return self._start + "".join(self._fed)
 
-    def _reject(self) -> ScanResult:
-        return ScanResult([], "reject", "".join(self._fed))
+    def _reject(self) -> ScanStep:
+        return ScanStep([], "reject", "".join(self._fed))
 
     def _close(self, events: list[Event], complete: bool) -> None:
         end_call(events, self._sink, complete=complete, raw="" if complete else self._raw())
@@ -426,14 +426,14 @@ class Qwen3CoderScanner(CallScanner):
                 return ""
         return None
 
-    def feed(self, text: str) -> ScanResult:
+    def feed(self, text: str) -> ScanStep:
         self._fed.append(text)
         if self._hermes is not None:
             return self._delegated(self._hermes.feed(text))
         self._buf.add(text)
         return self._run(final=False)
 
-    def finish(self) -> ScanResult:
+    def finish(self) -> ScanStep:
         if self._hermes is not None:
             return self._delegated(self._hermes.finish())
         res = self._run(final=True)
@@ -443,27 +443,27 @@ class Qwen3CoderScanner(CallScanner):
         if not self._committed:
             return self._reject()
         if self._state in ("after", "bare_after"):
-            return ScanResult(events, "done", self._buf.rest())
+            return ScanStep(events, "done", self._buf.rest())
         self._close(events, complete=False)
-        return ScanResult(events, "done")
+        return ScanStep(events, "done")
 
-    def _delegated(self, res: ScanResult) -> ScanResult:
+    def _delegated(self, res: ScanStep) -> ScanStep:
         return self._reject() if res.status == "reject" else res
 
-    def _run(self, final: bool) -> ScanResult:
+    def _run(self, final: bool) -> ScanStep:
         events: list[Event] = []
         buf = self._buf
         while True:
             st = self._state
             if st == "open":
                 if not buf.skip_blanks():
-                    return ScanResult(events)
+                    return ScanStep(events)
                 if buf.text[0] == "{":
                     self._hermes = HermesScanner()
                     return self._delegated(self._hermes.feed(buf.rest()))
                 tag = buf.starts(_OPEN_TAGS)
                 if tag is None:
-                    return ScanResult(events)
+                    return ScanStep(events)
                 if tag is False:
                     return self._reject()
                 buf.take(len(tag))
@@ -478,14 +478,14 @@ class Qwen3CoderScanner(CallScanner):
                     ):
                         if not self._committed:
                             return self._reject()
-                        return ScanResult(events, "done", buf.rest())
-                    return ScanResult(events)
+                        return ScanStep(events, "done", buf.rest())
+                    return ScanStep(events)
                 name = buf.text[:end].strip()
                 # (the length test as while waiting above, so no split changes the result)
                 if not name or end > _MAX_NAME or any(c in _NOT_IN_NAME for c in name):
                     if not self._committed:
                         return self._reject()
-                    return ScanResult(events, "done", buf.rest())
+                    return ScanStep(events, "done", buf.rest())
                 buf.take(end + 1)
                 self._name = name
                 self._args = ArgsJson()
@@ -495,18 +495,18 @@ class Qwen3CoderScanner(CallScanner):
             elif st == "body":
                 blanks, tag = buf.starts_after_blanks(_BODY_TAGS)
                 if tag is None:
-                    return ScanResult(events)
+                    return ScanStep(events)
                 if tag is False:
                     # text where a tag belongs: the call ends here, the text is content
                     self._close(events, complete=False)
-                    return ScanResult(events, "done", buf.rest())
+                    return ScanStep(events, "done", buf.rest())
                 buf.take(blanks + len(tag))
                 if tag == PARAMETER:
                     self._state = "key"
                 else:
                     self._close(events, complete=True)
                     if tag == TOOL_CALL_END:
-                        return ScanResult(events, "done", buf.rest())
+                        return ScanStep(events, "done", buf.rest())
                     if not self._wrapped:
                         # a bare block the model still closed with `</tool_call>` (it
                         # dropped only the opener): the closer is markup, not content
@@ -514,17 +514,17 @@ class Qwen3CoderScanner(CallScanner):
             elif st == "bare_after":
                 blanks, tag = buf.starts_after_blanks(_BARE_AFTER_TAGS)
                 if tag is None:
-                    return ScanResult(events)
+                    return ScanStep(events)
                 if tag is not False:
                     buf.take(blanks + len(tag))
-                return ScanResult(events, "done", buf.rest())
+                return ScanStep(events, "done", buf.rest())
             elif st == "key":
                 end = buf.text.find(">")
                 if end < 0 or end > _MAX_NAME:
                     if end > _MAX_NAME or len(buf.text) > _MAX_NAME:
                         self._close(events, complete=False)
-                        return ScanResult(events, "done", buf.rest())
-                    return ScanResult(events)
+                        return ScanStep(events, "done", buf.rest())
+                    return ScanStep(events)
                 key = buf.take(end + 1)[:-1].strip()
                 prefix = self._args.key(key)
                 is_string, nulls, conv = _convert(self._ctx, self._name, key)
@@ -544,13 +544,13 @@ class Qwen3CoderScanner(CallScanner):
                 sink, value = self._sink, self._value
                 assert sink is not None and value is not None
                 if not value.add(buf.rest(), final):
-                    return ScanResult(events)
+                    return ScanStep(events)
                 release, vend, resume = value.scan(final)
                 out = sink.feed(value.drop(release))
                 if out:
                     events.append(CallArgs(out))
                 if vend is None:
-                    return ScanResult(events)
+                    return ScanStep(events)
                 out = sink.feed(value.drop(vend - release))
                 if out:
                     events.append(CallArgs(out))
@@ -561,12 +561,12 @@ class Qwen3CoderScanner(CallScanner):
             else:  # after </function> inside <tool_call>: </tool_call> or another function
                 blanks, tag = buf.starts_after_blanks(_AFTER_TAGS)
                 if tag is None:
-                    return ScanResult(events)
+                    return ScanStep(events)
                 if tag is False:
-                    return ScanResult(events, "done", buf.rest())
+                    return ScanStep(events, "done", buf.rest())
                 buf.take(blanks + len(tag))
                 if tag == TOOL_CALL_END:
-                    return ScanResult(events, "done", buf.rest())
+                    return ScanStep(events, "done", buf.rest())
                 self._state = "name"
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from parsers.family import Family
+from parsers.family import Family, TagCalls, TagReasoning
 
 FACTS = Family(
     key="qwen3",
@@ -25,4 +25,29 @@ FACTS = Family(
     # is then markup), so a request turning thinking on starts in reasoning. Left to the family
     # default, our Qwen3 template opens nothing.
     prefilled_when_asked=True,
+    tag_reasoning=TagReasoning("<think>", "</think>", "\n\n"),
+    tag_calls=(
+        (
+            "hermes",
+            TagCalls(
+                '<tool_call>\n{"name": {name_json}, "arguments": ',
+                "}\n</tool_call>",
+                "\n",
+                "<tool_call>",
+                "json",
+            ),
+        ),
+        (
+            "qwen3_coder",
+            # the newline after the last parameter is the end's: before xgrammar 0.1.33 the
+            # style takes no blank after its last parameter
+            TagCalls(
+                "<tool_call>\n<function={name}>\n",
+                "\n</function>\n</tool_call>",
+                "\n",
+                "<tool_call>",
+                "qwen_xml",
+            ),
+        ),
+    ),
 )

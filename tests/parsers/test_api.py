@@ -132,7 +132,7 @@ def test_stream_parser_lifecycle_and_delta_shape() -> None:
 
 
 def test_feed_takes_its_argument_by_name_and_refuses_after_finish() -> None:
-    """`feed` is bound per instance to the engine's chunk function (no call layer per chunk):
+    """`feed` is bound per instance to the runner's chunk function (no call layer per chunk):
     it still takes `chunk=` and raises after `finish`, in every route and machine kind."""
     for kw in (
         {"tool_parser": "hermes", "generation": 2},  # marker machine, fast paths

@@ -1,4 +1,4 @@
-"""The whole-output batch path (`parsers.batch`, issue 14 item 7) gives exactly the engine's
+"""The whole-output batch path (`parsers.batch`) gives exactly the runner's
 message (content, reasoning, calls with ids and arguments, finish reason, route) in both
 generations, under every tool_choice, thinking state and prompt: on the samples of every
 family, the bench texts, generated prose with quotes, code and markers, and generated calls
@@ -101,7 +101,7 @@ def test_sidecar_shares_it(taken: list[bool]) -> None:
     assert taken == [True] and len(msg.tool_calls) == units and msg.route == "parser_v2"
 
 
-def test_switched_off_means_engine(taken: list[bool]) -> None:
+def test_switched_off_means_runner(taken: list[bool]) -> None:
     text, kw, _ = bench_text("hermes")
     BatchPath.whole_fast = False
     try:
@@ -116,7 +116,7 @@ def test_quoted_and_cut_fall_back(taken: list[bool]) -> None:
     whole = '<tool_call>{"name": "f", "arguments": {"a": 1}}</tool_call>'
     msg = parse(f'Say "{whole}" ok', generation=2, **kw)  # quoted: text, decided here
     assert msg.tool_calls == [] and taken == [True]
-    parse(whole[:-5], generation=2, **kw)  # cut off: the engine
+    parse(whole[:-5], generation=2, **kw)  # cut off: the runner
     parse('<tool_call>{"name": "f", "arguments": {"a": "\\u00e9"}}</tool_call>', **kw)
     assert taken == [True, False, False]
 
@@ -266,7 +266,7 @@ def test_generated_glm(pieces: list[str]) -> None:
 
 @pytest.mark.parametrize("prompt", ["<|channel>thought", "<|channel>", "<|channel>thought\nx"])
 def test_gemma4_prefilled_channel(prompt: str, taken: list[bool]) -> None:
-    """A prefilled channel label (the engine's PrefillLabel filter): left to the engine."""
+    """A prefilled channel label (the runner's PrefillLabel filter): left to the runner."""
     text, _, _ = bench_text("gemma4", units=2)
     FAST["gemma4"].assert_same_everywhere("\n" + text, {**FAMILY_KW["gemma4"], "prompt": prompt})
 
@@ -724,7 +724,7 @@ def test_kimi_k3_bench_cuts() -> None:
 
 def test_kimi_k3_reader_decides(taken: list[bool]) -> None:
     """Taken on the common shapes (ids from `index`, made unique; a json channel's bytes
-    kept), and the engine's for a cut call and a stray marker."""
+    kept), and the runner's for a cut call and a stray marker."""
     call = _k3("call", _k3("json", '{"a" : 1}'), ' tool="f" index="1"')
     text = _k3("think", "t") + "\n" + _k3("response", "Use `<|open|>` x") + _k3("tools", call * 2)
     msg = parse(text + "<|end_of_msg|>dropped", generation=2, id_factory=counter_ids(),
@@ -854,7 +854,7 @@ def test_muse_bench_cuts() -> None:
 
 def test_muse_reader_decides(taken: list[bool]) -> None:
     """Taken on the common shapes (a quoted header marker in content is text; a doubled
-    namespace is the declared tool), the engine's for a header that ends a body without its
+    namespace is the declared tool), the runner's for a header that ends a body without its
     end marker and for a cut invoke."""
     call = '<atem:invoke name="f.f"><atem:parameter name="a">1</atem:parameter></atem:invoke>'
     text = (

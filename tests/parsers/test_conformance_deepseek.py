@@ -700,7 +700,7 @@ def test_v41_complete_output(thinking: bool) -> None:
         ({"thinking": False}, "12", None, "12"),
         ({"chat_template_kwargs": {"enable_thinking": False}}, "12", None, "12"),
         # `thinking` outranks `reasoning_effort`: thinking is on, and without a prompt the output
-        # starts where the template leaves it, inside `<think>` (issue 14, item 3)
+        # starts where the template leaves it, inside `<think>`
         ({"thinking": True, "reasoning_effort": "none"}, "12", "12", None),
         ({"reasoning_effort": "none"}, "12", None, "12"),
         ({}, "</think>12", None, "12"),
@@ -1052,7 +1052,7 @@ def test_nonfinite_parameters_keep_their_literals(gen: int, attr: str) -> None:
         ("object", '{"label":">","x":NaN}', '{"label":">","x":NaN}', "object"),
         ("finite", "1.5", 1.5, "number"),
         ("large", "123456789012345678901234567890", 123456789012345678901234567890, "integer"),
-        # a declared string is the text as written, quotes included (issue 14)
+        # a declared string is the text as written, quotes included
         ("quoted", '"Infinity"', '"Infinity"', "string"),
     ]
     body = "".join(f'{PS}{name}"{attr}>{value}{PE}' for name, value, _, _ in cases)

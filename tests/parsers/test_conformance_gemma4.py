@@ -398,7 +398,7 @@ def test_vllm_regex_bare_call_is_content(gen: int) -> None:
             "This is a reasoning sectionThis is the rest",
         ),
         # KEEP: vLLM drops the end-of-turn text.
-        # end-of-turn token: markup (issue 14), as vLLM drops it
+        # end-of-turn token: markup, as vLLM drops it
         ("The answer is 4.<turn|>", None, "The answer is 4."),
     ],
 )
@@ -468,7 +468,7 @@ def test_vllm_reasoning_only_then_content(gen: int) -> None:
 
 @GENS
 def test_vllm_thinking_off_keeps_channel_text(gen: int) -> None:
-    # Divergence (issue 14): a thought channel is parsed whatever `thinking` says (vLLM keeps
+    # Divergence: a thought channel is parsed whatever `thinking` says (vLLM keeps
     # it as text when thinking is off); its markers never reach content
     text = "<|channel>thought\nx<channel|>y"
     msg = run(text, gen, tool_parser="gemma4", reasoning_parser="gemma4")
@@ -633,7 +633,7 @@ def test_dynamo_malformed_args_are_content(gen: int) -> None:
             "answer",
         ),
         # STRAY: Dynamo's batch parser makes "some thinking" reasoning; a stream cannot know.
-        # an unpaired close is markup (issue 14): dropped, the text stays the answer
+        # an unpaired close is markup: dropped, the text stays the answer
         ("some thinking<channel|>final answer", None, "some thinkingfinal answer"),
     ],
 )

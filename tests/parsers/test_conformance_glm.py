@@ -551,7 +551,7 @@ def test_sglang_string_values_keep_indentation_and_raw_escapes(gen: int) -> None
         '<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>"\\C|\\."</arg_value>\n'
         "<arg_key>date</arg_key>\n<arg_value>2024-06-27</arg_value>\n</tool_call>"
     )
-    # Divergence (issue 14): a declared string is the text as written, quotes included
+    # Divergence: a declared string is the text as written, quotes included
     assert calls(run(text, gen, tools=[CITY_DATE], **G)) == [
         ("get_weather", {"city": '"\\C|\\."', "date": "2024-06-27"})
     ]
@@ -605,7 +605,7 @@ def test_dynamo_parse_cases(gen: int) -> None:
             ],
         ),
         (
-            # Divergence (issue 14): entities are the model's text, not decoded
+            # Divergence: entities are the model's text, not decoded
             inline("write_file", ("content", "x &lt; y &amp;&amp; y &gt; z")),
             [("write_file", {"content": "x &lt; y &amp;&amp; y &gt; z"})],
         ),

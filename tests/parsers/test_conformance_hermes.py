@@ -258,7 +258,7 @@ def test_sglang_partial_opener_is_held_back(gen: int, prefix: str) -> None:
     first = s.deltas[0]
     assert all("<tool" not in (d.content or "") for d in first)
     assert not any(d.tool_calls for d in first)
-    # a marker cut by the end of output is markup, dropped (issue 14); the prose stays
+    # a marker cut by the end of output is markup, dropped; the prose stays
     assert s.content == prefix[: prefix.index("<")]
 
 

@@ -940,7 +940,7 @@ def test_hyphenated_names_and_html_entities(gen: int) -> None:
     t = tool("my-tool.v2", q="string")
     t["function"]["parameters"]["properties"]["max-retries"] = {"type": "integer"}
     assert calls(run(text, gen, tools=[t], **C)) == [
-        # Divergence (issue 14): no entity decoding; the template writes values raw
+        # Divergence: no entity decoding; the template writes values raw
         ("my-tool.v2", {"max-retries": 3, "q": "a &lt; b &amp;&amp; c"})
     ]
 

@@ -1,4 +1,4 @@
-"""Content hygiene (issue 14): protocol tokens never reach `content` or `reasoning_content` as
+"""Content hygiene: protocol tokens never reach `content` or `reasoning_content` as
 stray text; a marker cut by the end of output is dropped; the model's prose is never dropped,
 and under V2 markers inside quotes or code stay text."""
 

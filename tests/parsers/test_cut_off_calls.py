@@ -1,4 +1,4 @@
-"""Cut-off calls are never repaired; a call with a blank name is not a call (issue 14).
+"""Cut-off calls are never repaired; a call with a blank name is not a call.
 
 Under V2 a call whose name went out stays a call and its `arguments` are exactly the fragments
 streamed, unterminated where the model stopped (as OpenAI returns them with finish_reason

@@ -130,8 +130,8 @@ def test_v41_prefill_open_and_closed() -> None:
 
 
 def test_v41_leading_close_means_reasoning_before() -> None:
-    # no prompt, thinking on: the output starts where the template leaves it, in `<think>`
-    # (issue 14, item 3), so batch and streaming agree
+    # no prompt, thinking on: the output starts where the template leaves it, in `<think>`,
+    # so batch and streaming agree
     text = "Hmm, weather.</think>Here: " + dsml([("f", [])], v41=True)
     for msg in (parse(text, **V41), stream([text], **V41), run(text, 2, **V41)):
         assert (msg.reasoning_content, msg.content, calls(msg)) == (

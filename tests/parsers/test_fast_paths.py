@@ -1,7 +1,7 @@
 """The streaming fast paths give exactly the deltas of the general path, feed by feed.
 
 `MarkerMachine.deltas` short-cuts the common few-character feeds (plain prose, a marker prefix
-still arriving, a call region); `Engine(fast_paths=False)` sends every feed through
+still arriving, a call region); `Runner(fast_paths=False)` sends every feed through
 `MarkerMachine.feed` + `Emitter.push` instead. Both must return equal delta lists for every
 feed and at finish, not only the same aggregate: a client sees the individual deltas.
 """
@@ -18,11 +18,11 @@ from parser_samples import Sample, all_openers, case_id, sample_cases
 
 from parsers.api import make_plan
 from parsers.emit import Emitter
-from parsers.engine import Engine
 from parsers.errors import ConfigError
 from parsers.ids import counter_ids
 from parsers.machine import MarkerMachine
 from parsers.plan import ParsePlan
+from parsers.runner import Runner
 from parsers.types import Delta
 
 CASES = sample_cases()
@@ -45,9 +45,9 @@ VARIANTS: tuple[dict[str, Any], ...] = (
 
 
 def per_feed(plan: ParsePlan, chunks: list[str], fast: bool) -> list[list[Delta]]:
-    engine = Engine(plan, id_factory=counter_ids(), fast_paths=fast)
-    out = [engine.feed(chunk) for chunk in chunks]
-    out.append(engine.finish("length"))
+    runner = Runner(plan, id_factory=counter_ids(), fast_paths=fast)
+    out = [runner.feed(chunk) for chunk in chunks]
+    out.append(runner.finish("length"))
     return out
 
 
@@ -150,11 +150,11 @@ def test_plain_prose_takes_the_fast_path(monkeypatch: pytest.MonkeyPatch) -> Non
     plan = make_plan(tool_parser="hermes", reasoning_parser="qwen3", generation=2)
     text = "Plain prose, no markers at all and no quotes either. " * 3
     chunks = [text[i : i + 4] for i in range(0, len(text), 4)]
-    engine = Engine(plan, id_factory=counter_ids())
-    got = [engine.feed(c) for c in chunks]
+    runner = Runner(plan, id_factory=counter_ids())
+    got = [runner.feed(c) for c in chunks]
     assert general == []
     assert "".join(d.content or "" for ds in got for d in ds) == text.rstrip()
-    slow = Engine(plan, id_factory=counter_ids(), fast_paths=False)
+    slow = Runner(plan, id_factory=counter_ids(), fast_paths=False)
     assert [slow.feed(c) for c in chunks] == got
     assert len(general) == len(chunks)
 

@@ -4,7 +4,7 @@ reasoning never longer than the output), no call with a blank name.
 
 The soup holds each family's markers, their halves (a marker cut anywhere), tags with a newline
 inside (`<function=f\n>`), forced tool choices (guided JSON starts `{`, `[`, `<`) and prompts
-that do or do not open reasoning (issue 14: widened until it finds the reproducers of the
+that do or do not open reasoning (widened until it finds the reproducers of the
 issue on the code before it)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The fuzzing reproducers of issue 14, exactly as reported (the classes behind them are
+"""Fuzzing reproducers, exactly as found (the classes behind them are
 covered by test_fuzz.py's widened soup and test_chunking.py)."""
 
 from __future__ import annotations

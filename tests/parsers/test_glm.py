@@ -104,7 +104,7 @@ def test_without_schema_non_json_values_are_strings(gen: int) -> None:
 
 @GENS
 def test_entities_kept_in_keys_and_values(gen: int) -> None:
-    # the chat template writes values raw: an entity is the model's text (issue 14)
+    # the chat template writes values raw: an entity is the model's text
     msg = run(call47("f", **{"a&amp;b": "x &lt; y &amp;&amp; z"}), gen, **G)
     assert calls(msg) == [("f", {"a&amp;b": "x &lt; y &amp;&amp; z"})]
 

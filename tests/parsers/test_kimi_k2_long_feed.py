@@ -1,8 +1,8 @@
 """Kimi K2's section scanner takes a long feed (V1 hands over the whole jailed region at once)
-in bounded steps (`_FEED_STEP`), which keeps many markers in one feed linear (issue 14, item
-6: `<|tool_call_begin|>` x 10,000 grew 16-23x for 10x the input; the bench's adversarial
-table measures it). Stepping must never change a result: each output here is parsed with the
-step as shipped, unbounded (the old path) and tiny (a boundary inside every marker)."""
+in bounded steps (`_FEED_STEP`), which keeps many markers in one feed linear
+(`<|tool_call_begin|>` x 10,000 is the bench's adversarial shape). Stepping must never change a
+result: each output here is parsed with the step as shipped, unbounded and tiny (a boundary
+inside every marker)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Long runs of one character anywhere in an output (issue 14, item 6: linear on any input).
+"""Long runs of one character anywhere in an output (linear on any input).
 
 Held text that was rescanned, or grown with `+=` on an attribute, once per chunk made long
 runs quadratic when streamed a few characters at a time: 20,000 blanks after a Hermes call

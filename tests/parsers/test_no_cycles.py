@@ -37,7 +37,7 @@ def test_finished_parser_is_freed_by_refcount(case: tuple[Sample, int]) -> None:
     for i in range(0, len(sample.text), 3):
         parser.feed(sample.text[i : i + 3])
     parser.finish()
-    engine = parser._engine
-    refs = [weakref.ref(parser), weakref.ref(engine), weakref.ref(engine._machine)]
-    del parser, engine
+    runner = parser._runner
+    refs = [weakref.ref(parser), weakref.ref(runner), weakref.ref(runner._machine)]
+    del parser, runner
     assert [ref() is None for ref in refs] == [True, True, True]

@@ -1,4 +1,4 @@
-"""Thinking state (issue 14): explicit reasoning markers are parsed whatever `thinking` says,
+"""Thinking state: explicit reasoning markers are parsed whatever `thinking` says,
 the start state comes from the prompt or the family's template default, output channels
 follow the configured parsers, and a reasoning-only deployment ends reasoning at the family's
 tool-call opener."""

@@ -1,8 +1,8 @@
-"""The value types on `parsers.record` bases behave as the frozen dataclasses they replaced.
-
-Each type is compared with a reference `@dataclass` of the same fields (what the code was
-before): repr text, ==, hash, immutability, copy/pickle, and for public types the dataclass
-API (`fields`, `replace`, `asdict`).
+"""The value types behave as frozen dataclasses, and the per-feed builders that fill a
+`Delta`'s or a `ToolCall`'s `__dict__` directly (`parsers.types`) make exactly what the
+constructors make: repr text, ==, hash, immutability, copy/pickle, and for public types the
+dataclass API (`fields`, `replace`, `asdict`). `Route` (on `parsers.record`'s bases) is
+compared with a reference `@dataclass` of the same fields.
 """
 
 from __future__ import annotations
@@ -10,63 +10,47 @@ from __future__ import annotations
 import copy
 import dataclasses
 import pickle
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from parsers.families.base import CallArgs, CallBegin, CallEnd, ScanResult, Text
+from parsers.families.base import CallArgs, CallBegin, CallEnd, ScanStep, Text
 from parsers.plan import ParsePlan
 from parsers.registry import TOOL_PARSERS
 from parsers.routing import Route
 from parsers.settings import ParserSettings
-from parsers.types import Delta, ParsedMessage, ToolCall, ToolCallDelta
+from parsers.types import (
+    Delta,
+    ParsedMessage,
+    ToolCall,
+    ToolCallDelta,
+    args_delta,
+    content_delta,
+    make_delta,
+    reasoning_delta,
+    tool_call,
+)
 
 
 @dataclass(frozen=True)
-class RefToolCall:
-    id: str
-    name: str
-    arguments: str
+class RefRoute:
+    kind: str
+    family: str | None
+    generation: int
 
 
-@dataclass(frozen=True)
-class RefToolCallDelta:
-    index: int
-    id: str | None = None
-    name: str | None = None
-    arguments: str | None = None
-
-
-@dataclass(frozen=True)
-class RefDelta:
-    content: str | None = None
-    reasoning_content: str | None = None
-    tool_calls: list[Any] = field(default_factory=list)
-
-
-@dataclass(frozen=True, slots=True)
-class RefText:
-    text: str
-    channel: str = "content"
-
-
-@dataclass(slots=True)
-class RefScanResult:
-    events: list[Any]
-    status: str = "more"
-    rest: str = ""
-
-
-# (new, reference) built from the same arguments
+# (built, reference) from the same arguments
 PAIRS = [
-    (ToolCall("call-1", "f", '{"a": 1}'), RefToolCall("call-1", "f", '{"a": 1}')),
-    (ToolCallDelta(0, name="f"), RefToolCallDelta(0, name="f")),
-    (ToolCallDelta(2, "i", "g", "{"), RefToolCallDelta(2, "i", "g", "{")),
-    (Delta("hi"), RefDelta("hi")),
-    (Delta(None, "think"), RefDelta(None, "think")),
-    (Text("x"), RefText("x")),
-    (Text("y", "reasoning"), RefText("y", "reasoning")),
+    (tool_call("call-1", "f", '{"a": 1}'), ToolCall("call-1", "f", '{"a": 1}')),
+    (args_delta(2, "{"), ToolCallDelta(2, arguments="{")),
+    (content_delta("hi"), Delta("hi")),
+    (reasoning_delta("think"), Delta(None, "think")),
+    (
+        make_delta("a", "b", [args_delta(0, "x")]),
+        Delta("a", "b", [ToolCallDelta(0, None, None, "x")]),
+    ),
+    (Route("parser_v2", "qwen3", 2), RefRoute("parser_v2", "qwen3", 2)),
 ]
 
 
@@ -79,13 +63,13 @@ def test_repr_and_fields_as_the_dataclass(new: Any, ref: Any) -> None:
     assert repr(new) == repr(ref).replace(type(ref).__name__, type(new).__name__, 1)
     assert new.__match_args__ == ref.__match_args__
     assert values(new) == values(ref)
+    assert (new == ref) is (type(new) is type(ref))
 
 
 @pytest.mark.parametrize(("new", "ref"), PAIRS, ids=lambda o: type(o).__name__)
 def test_equality_hash_and_immutability(new: Any, ref: Any) -> None:
     twin = copy.copy(new)
     assert twin == new and twin is not new
-    assert new != ref  # like a dataclass: another class is never equal
     name = new.__match_args__[0]
     with pytest.raises(dataclasses.FrozenInstanceError):
         setattr(new, name, "changed")
@@ -121,11 +105,13 @@ def test_default_list_is_new_per_instance() -> None:
     assert ParsePlan("parser_v2", "qwen3", "hermes", None).tools == ()
 
 
-def test_scan_result_is_mutable_and_unhashable() -> None:
-    new, ref = ScanResult([Text("a")], "done", "r"), RefScanResult([RefText("a")], "done", "r")
-    assert repr(new) == repr(ref).replace("RefScanResult", "ScanResult").replace("RefText", "Text")
+def test_scan_step_is_mutable_and_unhashable() -> None:
+    new = ScanStep([Text("a")], "done", "r")
+    assert (
+        repr(new) == "ScanStep(events=[Text(text='a', channel='content')], status='done', rest='r')"
+    )
     new.status = "more"
-    assert new == ScanResult([Text("a")], "more", "r")
+    assert new == ScanStep([Text("a")], "more", "r")
     with pytest.raises(TypeError):
         hash(new)
 

@@ -92,7 +92,7 @@ SAMPLES: list[Sample] = [
 
 OPENERS: list[Opener] = [
     Opener(V4, V4, f"<{BAR}DSML{BAR}tool_calls>", thinking=False),
-    # a prompt without the `<think>` prefill (without one V4.1 starts inside it, issue 14 item 3)
+    # a prompt without the `<think>` prefill (without one V4.1 starts inside it)
     Opener(V41, V41, f"<{BAR}DSML{BAR} calls>", prompt="<｜User｜>hi\n<｜Assistant｜>"),
     Opener(V41, V41, "<think>", prompt="<｜User｜>hi\n<｜Assistant｜>", is_call=False),
 ]

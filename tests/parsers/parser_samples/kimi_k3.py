@@ -180,7 +180,7 @@ LOSSLESS: list[Lossless] = [
         reasoning=(op("think"), cl("think")),
         quoted=(op("tools"), op("call", tool="f", index="1"), op("think")),
         prompt=PLAIN_PROMPT,
-        # calls without a tool name (issue 14: V1 lost their text)
+        # calls without a tool name (V1 lost their text)
         broken=(
             op("call") + "hello" + cl("call"),
             tools(op("call") + "hello world" + cl("call")),

@@ -207,7 +207,7 @@ LOSSLESS += [
                 {"note": "Zürich"},
             ),
             CallPiece("<function=ping>\n</function>", "ping", {}),
-            # a newline inside the function tag (issue 14's two-way split reproducer)
+            # a newline inside the function tag (the two-way split reproducer)
             CallPiece(
                 "<tool_call>\n<function=get_weather\n>\n<parameter=city>\nParis\n</parameter>\n"
                 "</function>\n</tool_call>",

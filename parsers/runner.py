@@ -48,7 +48,7 @@ def build_machine(plan: ParsePlan) -> tuple[FamilyMachine, Generation]:
     return MarkerMachine(plan, generation, tool, reasoning, ctx), generation
 
 
-class Engine:
+class Runner:
     """feed/finish -> deltas for one response; `finish_reason` is set by `finish`."""
 
     def __init__(
@@ -88,7 +88,7 @@ class Engine:
             return []
         self._finished = True
         # Back to the class's `feed` (it raises now). Not `self.feed = self._feed`: a bound
-        # method of the engine kept on it is a reference cycle, and every finished parser would
+        # method of the runner kept on it is a reference cycle, and every finished parser would
         # wait for the cyclic collector (a pause every ~20 sidecar requests) instead of being
         # freed when the response is done.
         self.__dict__.pop("feed", None)
