@@ -103,7 +103,7 @@ class Sidecar:
 
     def prepare(self, raw: bytes) -> tuple[ChatRequest, ParsePlan, EngineRequest]:
         settings = self.config.settings
-        # The one validation (every client mistake is a 400 from here): typed values after.
+        # The one validation of the body: typed values from here on.
         chat = read_chat_request(raw, settings)
         facts = chat.facts
         thinking = facts.thinking
