@@ -193,6 +193,27 @@ def test_request_validation_names_the_field(body: dict[str, Any], param: str) ->
     assert param.split("[")[0] in info.value.message
 
 
+def test_the_request_carries_its_typed_facts() -> None:
+    settings = load_settings({}, tool_parser="deepseek_v41", reasoning_parser="deepseek_v41")
+    body = {
+        "messages": [{"role": "user", "content": "x"}],
+        "tools": list(TOOLS),
+        "tool_choice": {"type": "function", "function": {"name": "get_time"}},
+        "thinking": {"type": "disabled"},
+        "reasoning_effort": 40,
+        "response_format": {"type": "json_object"},
+    }
+    facts = parse_chat_request(body, settings).facts
+    assert (facts.choice.mode, facts.choice.name) == ("named", "get_time")
+    assert (facts.thinking_field, facts.asked, facts.thinking) == (False, False, False)
+    assert facts.effort == 40 and facts.json_answer and not facts.structural_tag
+    assert facts.route.kind == "parser_v2"
+    # the tool choice is checked against the declared tools, in the same step
+    with pytest.raises(APIError) as info:
+        parse_chat_request({**body, "tools": list(TOOLS[:1])}, settings)
+    assert info.value.status == 400 and info.value.param == "tool_choice"
+
+
 def test_request_body_must_be_a_json_object() -> None:
     for raw in (b"{", b"[1]", b"\xff"):
         with pytest.raises(APIError) as info:
