@@ -1,28 +1,34 @@
 """Request policy (docs/parser-selection.md): settings + request + rendered prompt -> ParsePlan.
 
-Everything here is a pure function of its arguments. Request mistakes raise `InvalidRequest`
-(HTTP 400) with `param` naming the offending field, before any parsing starts; the route
-itself comes from `parsers.routing.select_route`.
+Everything here is a pure function of its arguments. A request is read once into
+`RequestFacts` (`request_facts` from a mapping, `facts_for` from values a caller already
+typed): every request mistake the parsers can see raises `InvalidRequest` (HTTP 400) there,
+with `param` naming the offending field, before any parsing starts; the route itself comes
+from `parsers.routing.route_for`.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from parsers.errors import ConfigError, InvalidRequest
 from parsers.family import OPENAI_EFFORTS
 from parsers.plan import ParsePlan
 from parsers.record import Frozen, set_field
 from parsers.registry import REASONING_PARSERS, TOOL_PARSERS, Family
-from parsers.routing import ToolChoice, is_structural_tag, parse_tool_choice, route_for
+from parsers.routing import Route, ToolChoice, is_structural_tag, parse_tool_choice, route_for
 from parsers.settings import ParserSettings, Version, check_generation, family_by_key, resolve_pair
 
-# reasoning_effort accepted per family (`Family.efforts`): DeepSeek V4.1 renders it into the
-# prompt (parsers.md); the other families' templates ignore it, so they accept the OpenAI values
-# and only "none" has an effect there (thinking off).
-_RESPONSE_FORMATS = frozenset({"text", "json_object", "json_schema", "structural_tag"})
+ResponseFormatType = Literal["text", "json_object", "json_schema", "structural_tag"]
+RESPONSE_FORMATS: tuple[ResponseFormatType, ...] = get_args(ResponseFormatType)
+JSON_ANSWERS: frozenset[str] = frozenset({"json_object", "json_schema"})
+# A valid `reasoning_effort`: one of the family's names (`Family.efforts`), or an integer in
+# its range (`Family.effort_range`). DeepSeek V4.1 renders it into the prompt (parsers.md);
+# the other families' templates ignore it, so they accept the OpenAI values and only "none"
+# has an effect there (thinking off).
+Effort = str | int
 _THINKING_MODES = {"thinking": True, "chat": False}
 _TAIL = 512  # characters of the prompt's end searched for a prefilled marker
 
@@ -57,7 +63,7 @@ def _bad(param: str, value: object, accepted: str) -> InvalidRequest:
     return InvalidRequest(f"invalid {param} {text}; expected {accepted}", param=param)
 
 
-def _request_thinking(value: object) -> bool | None:
+def _thinking_field(value: object) -> bool | None:
     if value is None or isinstance(value, bool):
         return value
     if isinstance(value, Mapping):
@@ -69,17 +75,16 @@ def _request_thinking(value: object) -> bool | None:
     raise _bad("thinking", value, 'true, false, {"type": "enabled"} or {"type": "disabled"}')
 
 
-def _effort_thinking(value: object, family_key: str | None) -> bool | None:
+def _effort(value: object, family: Family | None) -> Effort | None:
     if value is None:
         return None
-    family = family_by_key(family_key)
     efforts = family.efforts if family is not None else OPENAI_EFFORTS
     span = family.effort_range if family is not None else None
     if span is not None and isinstance(value, int) and not isinstance(value, bool):
         if span[0] <= value <= span[1]:
-            return True
+            return value
     elif isinstance(value, str) and value in efforts:
-        return value != "none"
+        return value
     accepted = ", ".join(f'"{e}"' for e in efforts)
     if span is not None:
         accepted += f" or an integer {span[0]}-{span[1]}"
@@ -110,73 +115,12 @@ def _template_thinking(kwargs: object) -> bool | None:
     return decided
 
 
-def requested_thinking(settings: ParserSettings, request: Mapping[str, Any]) -> bool | None:
-    """What the request itself says about thinking (None: nothing), validated."""
-    return asked_thinking(
-        settings,
-        request.get("thinking"),
-        request.get("reasoning_effort"),
-        request.get("chat_template_kwargs"),
-    )
-
-
-def asked_thinking(
-    settings: ParserSettings, thinking: object, reasoning_effort: object, template_kwargs: object
-) -> bool | None:
-    """`requested_thinking` on the three controls' values (a typed request: no raw body).
-
-    Every control is validated even when a higher one already decided, so a bad value is a
-    400 regardless of what else the request says.
-    """
-    decisions = (
-        _request_thinking(thinking),
-        _effort_thinking(reasoning_effort, settings.family),
-        _template_thinking(template_kwargs),
-    )
-    return next((d for d in decisions if d is not None), None)
-
-
-def resolve_thinking(settings: ParserSettings, request: Mapping[str, Any]) -> bool:
-    """Whether thinking is on, by the precedence of docs/parser-selection.md (first decided wins):
-    the request's own controls, then the configured default, then the family's.
-
-    The sidecar calls this before rendering the prompt; `plan_request` then also looks at the
-    rendered prompt's prefill.
-    """
-    return thinking_for(
-        settings,
-        request.get("thinking"),
-        request.get("reasoning_effort"),
-        request.get("chat_template_kwargs"),
-    )
-
-
-def thinking_for(
-    settings: ParserSettings, thinking: object, reasoning_effort: object, template_kwargs: object
-) -> bool:
-    """`resolve_thinking` on the three controls' values (a typed request: no raw body)."""
-    return default_thinking(
-        settings, asked_thinking(settings, thinking, reasoning_effort, template_kwargs)
-    )
-
-
-def default_thinking(settings: ParserSettings, asked: bool | None) -> bool:
-    """Thinking on or off once the request's own answer (`asked`, None: nothing) is known."""
-    if asked is not None:
-        return asked
-    if settings.thinking_default is not None:
-        return settings.thinking_default
-    family = family_by_key(settings.family)
-    return family.reasoning_default_on if family else True
-
-
-def _declared_tools(request: Mapping[str, Any]) -> tuple[tuple[Mapping[str, Any], ...], list[str]]:
+def _declared_tools(request: Mapping[str, Any]) -> tuple[Mapping[str, Any], ...]:
     tools = request.get("tools")
     if tools is None:
-        return (), []
+        return ()
     if isinstance(tools, str | bytes) or not isinstance(tools, Sequence):
         raise _bad("tools", tools, "an array of tool objects")
-    names: list[str] = []
     for i, tool in enumerate(tools):
         function = tool.get("function") if isinstance(tool, Mapping) else None
         name = function.get("name") if isinstance(function, Mapping) else None
@@ -185,11 +129,11 @@ def _declared_tools(request: Mapping[str, Any]) -> tuple[tuple[Mapping[str, Any]
                 f"tools[{i}] must be {{'type': 'function', 'function': {{'name': ...}}}}",
                 param=f"tools[{i}].function.name",
             )
-        names.append(name)
-    return tuple(tools), names
+    return tuple(tools)
 
 
-def _check_choice(choice: ToolChoice, names: list[str]) -> None:
+def _check_choice(choice: ToolChoice, tools: tuple[Mapping[str, Any], ...]) -> None:
+    names = [str(tool["function"]["name"]) for tool in tools]
     if choice.mode == "required" and not names:
         raise InvalidRequest(
             "tool_choice 'required' needs at least one tool in 'tools'", param="tool_choice"
@@ -203,60 +147,117 @@ def _check_choice(choice: ToolChoice, names: list[str]) -> None:
         )
 
 
-def _json_answer(request: Mapping[str, Any]) -> bool:
+def _response_format(request: Mapping[str, Any]) -> ResponseFormatType | None:
     fmt = request.get("response_format")
     if fmt is None:
-        return False
+        return None
     kind = fmt.get("type") if isinstance(fmt, Mapping) else None
-    if not isinstance(kind, str) or kind not in _RESPONSE_FORMATS:
+    if not isinstance(kind, str) or kind not in RESPONSE_FORMATS:
         raise _bad(
             "response_format",
             fmt,
-            'an object whose "type" is ' + ", ".join(sorted(_RESPONSE_FORMATS)),
+            'an object whose "type" is ' + ", ".join(sorted(RESPONSE_FORMATS)),
         )
-    return kind in ("json_object", "json_schema")
+    return kind
 
 
 class RequestFacts(Frozen):
-    """What the request policy reads of a request, validated and typed (the sidecar builds it
-    from its own validated request, so the policy never sees the raw body)."""
+    """What the parsers read of one request, validated and typed for one deployment
+    (`request_facts`): the tool choice (checked against the tools), the thinking controls and
+    their answer, the kind of answer asked for, and the route serving it."""
 
     choice: ToolChoice
     tools: tuple[Mapping[str, Any], ...]  # OpenAI tool objects, each with a function name
-    thinking: bool  # resolved (`thinking_for`)
+    thinking: bool  # thinking on or off, by the precedence of docs/parser-selection.md
+    asked: bool | None  # what the request's own controls said of thinking (None: nothing)
+    thinking_field: bool | None  # the request's `thinking` field (None: absent)
+    effort: Effort | None  # `reasoning_effort`, one of the family's values
     json_answer: bool  # response_format json_object / json_schema
     structural_tag: bool  # any structural-tag spelling
-    asked: bool | None  # what the request itself said of thinking (None: nothing)
+    route: Route
 
     def __init__(
         self,
         choice: ToolChoice,
         tools: tuple[Mapping[str, Any], ...],
         thinking: bool,
+        asked: bool | None,
+        thinking_field: bool | None,
+        effort: Effort | None,
         json_answer: bool,
         structural_tag: bool,
-        asked: bool | None = None,
+        route: Route,
     ) -> None:
         set_field(self, "choice", choice)
         set_field(self, "tools", tools)
         set_field(self, "thinking", thinking)
+        set_field(self, "asked", asked)
+        set_field(self, "thinking_field", thinking_field)
+        set_field(self, "effort", effort)
         set_field(self, "json_answer", json_answer)
         set_field(self, "structural_tag", structural_tag)
-        set_field(self, "asked", asked)
+        set_field(self, "route", route)
 
 
-def request_facts(settings: ParserSettings, request: Mapping[str, Any]) -> RequestFacts:
-    """Validate a request mapping into `RequestFacts`; InvalidRequest means HTTP 400."""
-    choice = parse_tool_choice(request)
-    tools, _ = _declared_tools(request)
-    asked = requested_thinking(settings, request)
+def facts_for(
+    settings: ParserSettings,
+    choice: ToolChoice,
+    tools: tuple[Mapping[str, Any], ...],
+    *,
+    thinking: object = None,
+    reasoning_effort: object = None,
+    template_kwargs: object = None,
+    response_format: ResponseFormatType | None = None,
+    structural_tag: bool = False,
+) -> RequestFacts:
+    """The facts of a request whose tool choice, tools (each with a function name) and answer
+    format are already typed; the thinking controls are the body's values, checked here.
+
+    Every thinking control is validated even when a higher one already decides, so a bad
+    value is a 400 whatever else the request says; then the choice is checked against the
+    tools, then the route is decided. InvalidRequest means HTTP 400.
+    """
+    family = family_by_key(settings.family)
+    field = _thinking_field(thinking)
+    effort = _effort(reasoning_effort, family)
+    decisions = (
+        field,
+        None if effort is None else effort != "none",
+        _template_thinking(template_kwargs),
+    )
+    asked = next((d for d in decisions if d is not None), None)
+    if asked is not None:
+        resolved = asked
+    elif settings.thinking_default is not None:
+        resolved = settings.thinking_default
+    else:
+        resolved = family.reasoning_default_on if family is not None else True
+    _check_choice(choice, tools)
     return RequestFacts(
         choice,
         tools,
-        default_thinking(settings, asked),
-        _json_answer(request),
-        is_structural_tag(request),
-        asked=asked,
+        resolved,
+        asked,
+        field,
+        effort,
+        json_answer=response_format in JSON_ANSWERS,
+        structural_tag=structural_tag,
+        route=route_for(settings, choice, structural_tag),
+    )
+
+
+def request_facts(settings: ParserSettings, request: Mapping[str, Any]) -> RequestFacts:
+    """Validate a request mapping (the library's keyword arguments, an OpenAI body) into
+    `RequestFacts`; InvalidRequest means HTTP 400."""
+    return facts_for(
+        settings,
+        parse_tool_choice(request.get("tool_choice")),
+        _declared_tools(request),
+        thinking=request.get("thinking"),
+        reasoning_effort=request.get("reasoning_effort"),
+        template_kwargs=request.get("chat_template_kwargs"),
+        response_format=_response_format(request),
+        structural_tag=is_structural_tag(request),
     )
 
 
@@ -265,15 +266,12 @@ def plan_request(
     request: Mapping[str, Any] | RequestFacts,
     prompt: str | None = None,
 ) -> ParsePlan:
-    """Validate `request` (a mapping, or facts already validated) and decide how its output
-    is parsed; InvalidRequest means HTTP 400."""
+    """Decide how the output of `request` (a mapping, validated here: InvalidRequest means
+    HTTP 400; or its `RequestFacts`) is parsed."""
     facts = request if isinstance(request, RequestFacts) else request_facts(settings, request)
-    choice, tools, thinking, json_answer, asked = (
-        facts.choice, facts.tools, facts.thinking, facts.json_answer, facts.asked
+    choice, tools, thinking, json_answer, asked, route = (
+        facts.choice, facts.tools, facts.thinking, facts.json_answer, facts.asked, facts.route
     )  # fmt: skip
-    names = [str(tool["function"]["name"]) for tool in tools]
-    _check_choice(choice, names)
-    route = route_for(settings, choice, facts.structural_tag)
 
     reasoning_parser = settings.reasoning_parser
     # Output channels follow the configured parsers: reasoning text goes to reasoning_content

@@ -1,8 +1,8 @@
-"""Route selection (docs/parser-selection.md): one pure function of (settings, request).
+"""Route selection (docs/parser-selection.md): one pure function of (settings, request facts).
 
-The request is the OpenAI chat-completion body as a mapping. Only three things in it matter
-for the route: the `tool_choice` mode, whether it is a structural-tag request, and (through
-the settings) which parsers the deployment configured.
+Only three things decide the route: the request's `tool_choice` mode, whether it is a
+structural-tag request, and (through the settings) which parsers the deployment configured
+(`route_for`; `select_route` reads the first two from a request mapping).
 
 A structural-tag request is one that asks the engine for structural-tag constrained output in
 any of the spellings the engines accept: `response_format: {"type": "structural_tag", ...}`
@@ -69,9 +69,8 @@ V2_DEFAULT_TOOL_PARSERS: frozenset[str] = frozenset(
 _SHAPES = '"none", "auto", "required" or {"type": "function", "function": {"name": "..."}}'
 
 
-def parse_tool_choice(request: Mapping[str, Any]) -> ToolChoice:
-    """The request's `tool_choice`; an unknown shape is an InvalidRequest (HTTP 400)."""
-    choice = request.get("tool_choice")
+def parse_tool_choice(choice: object) -> ToolChoice:
+    """A request's `tool_choice` value; an unknown shape is an InvalidRequest (HTTP 400)."""
     if choice is None or choice == "auto":
         return ToolChoice("auto")
     if choice == "none":
@@ -133,12 +132,16 @@ def _v2_rejection(settings: ParserSettings, choice: ToolChoice) -> InvalidReques
 
 
 def select_route(settings: ParserSettings, request: Mapping[str, Any]) -> Route:
-    """The route that serves `request`; raises InvalidRequest when none can (HTTP 400)."""
-    return route_for(settings, parse_tool_choice(request), is_structural_tag(request))
+    """The route that serves `request` (a mapping); raises InvalidRequest when none can
+    (HTTP 400)."""
+    return route_for(
+        settings, parse_tool_choice(request.get("tool_choice")), is_structural_tag(request)
+    )
 
 
 def route_for(settings: ParserSettings, choice: ToolChoice, structural_tag: bool) -> Route:
-    """`select_route` on already validated request facts (a typed request: no raw body)."""
+    """The route for a request's typed tool choice and whether it asks for a structural tag;
+    raises InvalidRequest when none can serve it (HTTP 400)."""
     if settings.tool_parser is None and settings.reasoning_parser is None:
         if not choice.forced:
             return PASS_THROUGH

@@ -18,9 +18,8 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from parsers.api import StreamParser
-from parsers.errors import InvalidRequest
 from parsers.plan import ParsePlan
-from parsers.policy import RequestFacts, asked_thinking, default_thinking, plan_request
+from parsers.policy import plan_request
 from parsers.settings import family_by_key
 from sidecar import sse
 from sidecar.asgi import (
@@ -39,8 +38,8 @@ from sidecar.engine_client import EngineClient, EngineStream
 from sidecar.engines.base import EngineAdapter, EngineRequest, Usage
 from sidecar.errors import INTERNAL_ERROR, APIError, EngineError, envelope
 from sidecar.exchange import AsgiExchange, Exchange
-from sidecar.guided import guided_schema
 from sidecar.metrics import Metrics
+from sidecar.output_schema import guided_schema
 from sidecar.parsing import parse_whole, parser_for
 from sidecar.prompt import ChatTemplate
 from sidecar.request import ChatRequest, read_chat_request
@@ -103,38 +102,28 @@ class Sidecar:
     # -- request preparation (no engine I/O) ---------------------------------------------
 
     def prepare(self, raw: bytes) -> tuple[ChatRequest, ParsePlan, EngineRequest]:
-        chat = read_chat_request(raw)  # the one validation: typed values from here on
         settings = self.config.settings
-        asked = asked_thinking(
-            settings, chat.thinking, chat.reasoning_effort, chat.chat_template_kwargs
-        )
-        thinking = default_thinking(settings, asked)
+        # The one validation of the body: typed values from here on.
+        chat = read_chat_request(raw, settings)
+        facts = chat.facts
+        thinking = facts.thinking
         # The sidecar's own switch reaches the template only when the request's `thinking`
         # field or the deployment decided; otherwise the template's own default applies.
-        switch = chat.thinking is not None or settings.thinking_default is not None
+        switch = facts.thinking_field is not None or settings.thinking_default is not None
         prompt = self.template.render(
             chat.messages,
             chat.tools if chat.tools_declared else None,
             thinking=thinking if switch else None,
             template_kwargs=chat.chat_template_kwargs,
-            reasoning_effort=chat.reasoning_effort,
+            reasoning_effort=facts.effort,
             parts=chat.content_parts,
             prepared=True,
-        )
-        fmt = chat.response_format
-        facts = RequestFacts(
-            chat.tool_choice,
-            tuple(chat.tools),
-            thinking,
-            json_answer=fmt is not None and fmt.type in ("json_object", "json_schema"),
-            structural_tag=chat.structural_tag is not None,
-            asked=asked,
         )
         plan = plan_request(settings, facts, prompt)
         constraint = constraint_for(
             plan,
             family_by_key(settings.family),
-            guided_schema(plan, fmt, chat.parallel_tool_calls),
+            guided_schema(plan, chat.response_format, chat.parallel_tool_calls),
             chat.structural_tag,
             parallel=chat.parallel_tool_calls,
             prompt=prompt,
@@ -232,8 +221,6 @@ class Sidecar:
                     metrics.tokens(event.usage.prompt_tokens, event.usage.completion_tokens)
                 metrics.done(200, elapsed, stream=False)
                 return
-            except InvalidRequest as exc:
-                error = APIError(400, exc.message, param=exc.param, code=exc.code)
             except APIError as exc:
                 error = exc
             except EngineError as exc:

@@ -79,7 +79,7 @@ def builtin_name(family: str | None, tool_parser: str | None) -> str:
 def request_variables(
     request_kwargs: Mapping[str, Any] | None,
     *,
-    reasoning_effort: Any = None,
+    reasoning_effort: str | int | None = None,
     thinking: bool | None = None,
 ) -> dict[str, Any]:
     """The template variables a request sets: its `chat_template_kwargs` as given, vLLM's
@@ -213,7 +213,7 @@ class ChatTemplate:
         *,
         thinking: bool | None = None,
         template_kwargs: Mapping[str, Any] | None = None,
-        reasoning_effort: Any = None,
+        reasoning_effort: str | int | None = None,
         parts: Sequence[Sequence[str]] | None = None,
         prepared: bool = False,
     ) -> str:

@@ -1,14 +1,20 @@
-"""Validation of OpenAI chat-completion request bodies: raw bytes in, typed request out (pure).
+"""Validation of OpenAI chat-completion request bodies: raw bytes in, one typed request out
+(pure).
 
-The body is validated once, here, into typed values: the messages as the template reads
-them, the tools, the tool choice, the response format, the thinking controls and the
-sampling parameters. Everything after (thinking resolution, the request policy, the route,
-the guided-JSON schema, the engine body) reads those values, never the raw body.
+The body is validated once, here, for the deployment's parser settings, into one frozen
+`ChatRequest`: the messages as the template reads them, the tools, the response format, the
+structural tag, the sampling parameters, and the request's facts for the parsers
+(`parsers.policy.RequestFacts`: the tool choice checked against the tools, the thinking
+controls and their answer, the reasoning effort, the route). Everything after (the prompt,
+the parse plan, the guided-JSON schema, the engine body) reads those values, never the raw
+body.
 
-Every mistake a client can make in a field this sidecar reads is a 400 naming the field
-(`param` holds its path, e.g. `messages[2].tool_calls[0].function.arguments`): a value of
-another JSON type at any depth, nesting (`sidecar.jsonvalue.MAX_DEPTH`), invalid Unicode,
-numbers outside what the engines accept. Fields this sidecar does not read are ignored.
+Every mistake a client can make in a field this sidecar reads is a 400 raised from here,
+naming the field (`param` holds its path, e.g. `messages[2].tool_calls[0].function.arguments`):
+a value of another JSON type at any depth, nesting (`sidecar.jsonvalue.MAX_DEPTH`), invalid
+Unicode, numbers outside what the engines accept, a tool choice, thinking control or route the
+deployment cannot serve (the parsers' `InvalidRequest`, turned into the same `APIError` in
+one place, `parse_chat_request`). Fields this sidecar does not read are ignored.
 """
 
 from __future__ import annotations
@@ -18,7 +24,9 @@ from dataclasses import dataclass, field, fields
 from typing import Any
 
 from parsers.errors import InvalidRequest
+from parsers.policy import RESPONSE_FORMATS, RequestFacts, ResponseFormatType, facts_for
 from parsers.routing import ToolChoice, parse_tool_choice
+from parsers.settings import ParserSettings
 from sidecar.errors import APIError, bad_request
 from sidecar.jsonvalue import (
     check_free_form,
@@ -32,7 +40,6 @@ from sidecar.jsonvalue import (
 # and, for a forced choice, put into the guided schema: 300,000 of them in an 8 MiB body
 # held the event loop for 10 s.
 MAX_TOOLS = 2048
-_RESPONSE_FORMATS = ("text", "json_object", "json_schema", "structural_tag")
 # Integer ranges the engines accept (vLLM and SGLang take 32-bit token counts and top_k;
 # seeds are 64-bit).
 _INT32 = 2**31 - 1
@@ -60,27 +67,28 @@ class ResponseFormat:
     """`response_format`, validated: its type, and the JSON schema the answer must follow
     (`json_object`: any object; `json_schema`: its schema) or the structural tag's spec."""
 
-    type: str  # text | json_object | json_schema | structural_tag
+    type: ResponseFormatType
     schema: Mapping[str, Any] | None = None
     structural_tag: Mapping[str, Any] | None = None  # the whole object, as the engine takes it
 
 
 @dataclass(frozen=True)
 class ChatRequest:
+    """One request body, validated and typed (`parse_chat_request`)."""
+
     model: str | None
     messages: list[dict[str, Any]]  # template-ready (`prepare_messages`)
     stream: bool
     include_usage: bool
     sampling: Sampling
+    # What the parsers read (tool choice, tools, thinking, effort, answer kind, route).
+    facts: RequestFacts
     tools: list[dict[str, Any]] = field(default_factory=list)
-    tool_choice: ToolChoice = field(default_factory=lambda: ToolChoice("auto"))
     # `parallel_tool_calls: false`: at most one call in the answer (OpenAI's meaning).
     parallel_tool_calls: bool = True
     response_format: ResponseFormat | None = None
     # The structural tag asked for, in any spelling (docs/parser-selection.md), as an object.
     structural_tag: Mapping[str, Any] | None = None
-    thinking: Any = None  # the thinking controls, checked by `parsers.policy`
-    reasoning_effort: Any = None
     chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
     content_parts: tuple[tuple[str, ...], ...] = ()  # each message's text parts
     tools_declared: bool = False  # the body has `tools` (even empty): templates see a list
@@ -361,7 +369,7 @@ def _tool_choice(body: Mapping[str, Any]) -> ToolChoice:
         fn = choice.get("function")
         if fn is not None and not isinstance(fn, dict):
             raise _wrong("tool_choice.function", "an object", fn)
-    return parse_tool_choice({"tool_choice": choice})  # InvalidRequest names tool_choice
+    return parse_tool_choice(choice)  # InvalidRequest names tool_choice
 
 
 def _response_format(body: Mapping[str, Any]) -> ResponseFormat | None:
@@ -371,13 +379,13 @@ def _response_format(body: Mapping[str, Any]) -> ResponseFormat | None:
     if not isinstance(fmt, dict):
         raise _wrong("response_format", "an object", fmt)
     kind = fmt.get("type")
-    if not isinstance(kind, str) or kind not in _RESPONSE_FORMATS:
+    if not isinstance(kind, str) or kind not in RESPONSE_FORMATS:
         raise bad_request(
-            f"'response_format.type' must be one of {', '.join(_RESPONSE_FORMATS)}",
+            f"'response_format.type' must be one of {', '.join(RESPONSE_FORMATS)}",
             "response_format",
         )
     if kind == "json_object":
-        return ResponseFormat(kind, {"type": "object"})
+        return ResponseFormat("json_object", {"type": "object"})
     if kind == "json_schema":
         spec = _object(fmt.get("json_schema"), "response_format.json_schema") or {}
         _string(spec.get("name"), "response_format.json_schema.name")
@@ -385,11 +393,11 @@ def _response_format(body: Mapping[str, Any]) -> ResponseFormat | None:
         schema = _object(spec.get("schema"), "response_format.json_schema.schema")
         if schema is not None:
             check_free_form(schema, "response_format.json_schema.schema")
-        return ResponseFormat(kind, schema if schema is not None else {"type": "object"})
+        return ResponseFormat("json_schema", schema if schema is not None else {"type": "object"})
     if kind == "structural_tag":
         check_free_form(fmt, "response_format")
-        return ResponseFormat(kind, structural_tag=fmt)
-    return ResponseFormat(kind)
+        return ResponseFormat("structural_tag", structural_tag=fmt)
+    return ResponseFormat("text")
 
 
 def _structural_tag(
@@ -447,15 +455,16 @@ def _sampling(body: Mapping[str, Any]) -> Sampling:
     )
 
 
-def parse_chat_request(body: Mapping[str, Any]) -> ChatRequest:
-    """Validate a decoded body; raises `APIError` (400) naming the offending field."""
+def parse_chat_request(body: Mapping[str, Any], settings: ParserSettings) -> ChatRequest:
+    """Validate a decoded body for a deployment's parser settings; raises `APIError` (400)
+    naming the offending field."""
     try:
-        return _parse(body)
-    except InvalidRequest as exc:
+        return _parse(body, settings)
+    except InvalidRequest as exc:  # the parsers' client mistakes: the one conversion
         raise APIError(400, exc.message, param=exc.param, code=exc.code) from None
 
 
-def _parse(body: Mapping[str, Any]) -> ChatRequest:
+def _parse(body: Mapping[str, Any], settings: ParserSettings) -> ChatRequest:
     model = _string(body.get("model"), "model")
     stream = _boolean(body.get("stream"), "stream") or False
     options = _object(body.get("stream_options"), "stream_options")
@@ -475,30 +484,41 @@ def _parse(body: Mapping[str, Any]) -> ChatRequest:
     if kwargs:
         check_free_form(kwargs, "chat_template_kwargs")
     messages, parts = prepare_messages(body.get("messages"))
+    tools = _tools(body)
+    choice = _tool_choice(body)
+    parallel = _boolean(body.get("parallel_tool_calls"), "parallel_tool_calls") is not False
+    tag = _structural_tag(body, fmt)
+    facts = facts_for(
+        settings,
+        choice,
+        tuple(tools),
+        thinking=body.get("thinking"),
+        reasoning_effort=body.get("reasoning_effort"),
+        template_kwargs=kwargs,
+        response_format=None if fmt is None else fmt.type,
+        structural_tag=tag is not None,
+    )
     return ChatRequest(
         model=model,
         messages=messages,
         stream=stream,
         include_usage=include_usage,
         sampling=sampling,
-        tools=_tools(body),
-        tool_choice=_tool_choice(body),
-        parallel_tool_calls=_boolean(body.get("parallel_tool_calls"), "parallel_tool_calls")
-        is not False,
+        facts=facts,
+        tools=tools,
+        parallel_tool_calls=parallel,
         response_format=fmt,
-        structural_tag=_structural_tag(body, fmt),
-        thinking=body.get("thinking"),
-        reasoning_effort=body.get("reasoning_effort"),
+        structural_tag=tag,
         chat_template_kwargs=kwargs,
         content_parts=parts,
         tools_declared=body.get("tools") is not None,
     )
 
 
-def read_chat_request(raw: bytes) -> ChatRequest:
+def read_chat_request(raw: bytes, settings: ParserSettings) -> ChatRequest:
     """Decode and validate a request body (`sidecar.jsonvalue.decode_body`, then
     `parse_chat_request`)."""
-    return parse_chat_request(decode_body(raw))
+    return parse_chat_request(decode_body(raw), settings)
 
 
 __all__ = [

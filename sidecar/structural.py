@@ -32,7 +32,7 @@ from parsers.policy import prefill_state
 from parsers.registry import FAMILIES
 from parsers.schema import is_string_type, schema_types
 from sidecar.errors import APIError
-from sidecar.guided import named_schema, required_schema
+from sidecar.output_schema import named_schema, required_schema
 from sidecar.toolschema import ANY_OBJECT, check_tools, parameters, standalone, tool_name
 
 Format = dict[str, Any]

@@ -31,7 +31,7 @@ import pytest
 from engine_harness import engine_venv
 
 from parsers.api import parse_text
-from parsers.policy import RequestFacts, plan_request
+from parsers.policy import RequestFacts, facts_for, plan_request
 from parsers.registry import resolve_tool_parser
 from parsers.routing import ToolChoice
 from parsers.settings import ParserSettings
@@ -238,9 +238,9 @@ def _settings(tool_parser: str, generation: int) -> ParserSettings:
     )
 
 
-def _facts(choice: str, thinking: bool) -> RequestFacts:
+def _facts(settings: ParserSettings, choice: str, thinking: bool) -> RequestFacts:
     tc = ToolChoice("named", "get_time") if choice == "named" else ToolChoice("required")
-    return RequestFacts(tc, TOOLS, thinking, json_answer=False, structural_tag=False)
+    return facts_for(settings, tc, TOOLS, thinking=thinking)
 
 
 def native_for(fam: FamilyCase, grammar: TagGrammar) -> bool:
@@ -370,7 +370,7 @@ def _parsed(case: Case) -> str:
 
 def _calls(case: Case, text: str, generation: int) -> list[Call]:
     settings = _settings(case.family.tool_parser, generation)
-    plan = plan_request(settings, _facts(case.choice, case.thinking), case.prompt)
+    plan = plan_request(settings, _facts(settings, case.choice, case.thinking), case.prompt)
     message = parse_text(plan, text, "stop")
     return [(c.name, json.loads(c.arguments)) for c in message.tool_calls]
 
@@ -520,7 +520,7 @@ def auto_tag_for(fam: FamilyCase, grammar: TagGrammar) -> bool:
 
 def _auto_calls(case: AutoCase, text: str, generation: int) -> list[Call]:
     settings = _settings(case.family.tool_parser, generation)
-    facts = RequestFacts(ToolChoice("auto"), STRICT_TOOLS, case.thinking, False, False)
+    facts = facts_for(settings, ToolChoice("auto"), STRICT_TOOLS, thinking=case.thinking)
     message = parse_text(plan_request(settings, facts, case.prompt), text, "stop")
     return [(c.name, json.loads(c.arguments)) for c in message.tool_calls]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from parsers import parse
-from parsers.policy import default_thinking, plan_request, prefill_state, settings_for
+from parsers.policy import plan_request, prefill_state, request_facts, settings_for
 from parsers.registry import REASONING_PARSERS, TOOL_PARSERS
 from sidecar.prompt import ChatTemplate
 
@@ -40,7 +40,7 @@ def _pairs() -> list[tuple[str, str, int]]:
 
 def _rendered(tool: str, reasoning: str, gen: int) -> tuple[str, str, bool]:
     settings = settings_for(tool, reasoning, gen)
-    thinking = default_thinking(settings, None)
+    thinking = request_facts(settings, {}).thinking
     template = ChatTemplate.builtin(settings.family, NO_PROMPT_TEMPLATE.get(tool, tool))
     prompt = template.render([{"role": "user", "content": "hi"}], [], thinking=thinking)
     start = plan_request(settings, {}, prompt=None).start_in_reasoning

@@ -9,7 +9,7 @@ import pytest
 
 from parsers import InvalidRequest, load_settings
 from parsers.plan import ParsePlan
-from parsers.policy import plan_request, resolve_thinking
+from parsers.policy import plan_request, request_facts
 
 WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {}}}
 TIME = {"type": "function", "function": {"name": "get_time"}}
@@ -322,7 +322,7 @@ def test_thinking_precedence(
     reasoning_parser: str, request_body: dict[str, Any], deployment: bool | None, expected: bool
 ) -> None:
     settings = load_settings({}, reasoning_parser=reasoning_parser, thinking_default=deployment)
-    assert resolve_thinking(settings, request_body) is expected
+    assert request_facts(settings, request_body).thinking is expected
     plan = plan_request(settings, request_body)
     assert plan.reasoning is expected
     if not expected:

@@ -19,7 +19,7 @@ from sidecar_harness import KINDS, MODEL, Deployment, deploy
 from parsers.plan import ParsePlan
 from sidecar.enforcement import PROBE_PROMPT, PROBE_VALUE, Enforcement
 from sidecar.fake_engine import Script
-from sidecar.guided import guided_schema, required_schema
+from sidecar.output_schema import guided_schema, required_schema
 
 pytestmark = pytest.mark.parser_mode_independent(
     reason="each sidecar is configured with an explicit DYN_PARSER_VERSION or none"

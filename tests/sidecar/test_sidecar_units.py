@@ -21,7 +21,7 @@ from sidecar.engines.trtllm import TRTLLMAdapter
 from sidecar.engines.vllm import VLLMAdapter
 from sidecar.errors import APIError, EngineError
 from sidecar.fake_engine import chunk_text
-from sidecar.guided import guided_schema
+from sidecar.output_schema import guided_schema
 from sidecar.prompt import ChatTemplate
 from sidecar.request import Sampling, decode_body, parse_chat_request
 from sidecar.sse import SSEDecoder
@@ -165,7 +165,9 @@ def test_guided_schema_for_named_is_the_bare_arguments_object() -> None:
     assert schema == TOOLS[0]["function"]["parameters"]
     assert guided_schema(_plan("auto"), None) is None
     fmt = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "array"}}}
-    request = parse_chat_request({"messages": [{"role": "user"}], "response_format": fmt})
+    request = parse_chat_request(
+        {"messages": [{"role": "user"}], "response_format": fmt}, load_settings({})
+    )
     assert guided_schema(_plan("auto"), request.response_format) == {"type": "array"}
 
 
@@ -186,9 +188,30 @@ def test_guided_schema_for_named_is_the_bare_arguments_object() -> None:
 )
 def test_request_validation_names_the_field(body: dict[str, Any], param: str) -> None:
     with pytest.raises(APIError) as info:
-        parse_chat_request(body)
+        parse_chat_request(body, load_settings({}))
     assert info.value.status == 400 and info.value.param == param
     assert param.split("[")[0] in info.value.message
+
+
+def test_the_request_carries_its_typed_facts() -> None:
+    settings = load_settings({}, tool_parser="deepseek_v41", reasoning_parser="deepseek_v41")
+    body = {
+        "messages": [{"role": "user", "content": "x"}],
+        "tools": list(TOOLS),
+        "tool_choice": {"type": "function", "function": {"name": "get_time"}},
+        "thinking": {"type": "disabled"},
+        "reasoning_effort": 40,
+        "response_format": {"type": "json_object"},
+    }
+    facts = parse_chat_request(body, settings).facts
+    assert (facts.choice.mode, facts.choice.name) == ("named", "get_time")
+    assert (facts.thinking_field, facts.asked, facts.thinking) == (False, False, False)
+    assert facts.effort == 40 and facts.json_answer and not facts.structural_tag
+    assert facts.route.kind == "parser_v2"
+    # the tool choice is checked against the declared tools, in the same step
+    with pytest.raises(APIError) as info:
+        parse_chat_request({**body, "tools": list(TOOLS[:1])}, settings)
+    assert info.value.status == 400 and info.value.param == "tool_choice"
 
 
 def test_request_body_must_be_a_json_object() -> None:
@@ -208,7 +231,8 @@ def test_request_sampling_is_collected() -> None:
             "top_p": 0.5,
             "stream": True,
             "stream_options": {"include_usage": True},
-        }
+        },
+        load_settings({}),
     )
     assert req.sampling.max_tokens == 9 and req.sampling.stop == ("X",)
     assert req.sampling.top_p == 0.5 and req.stream and req.include_usage

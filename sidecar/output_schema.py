@@ -1,4 +1,5 @@
-"""Guided-JSON schemas asked of the engine for forced tool choices (pure functions).
+"""The JSON schema the engine's output must follow (guided JSON), for forced tool choices and
+JSON response formats (pure functions).
 
 `required`: an array of calls `{"name", "parameters"}` (one schema branch per declared tool;
 at most one item when the request sets `parallel_tool_calls: false`); named: the bare
