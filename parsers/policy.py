@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from parsers.errors import ConfigError, InvalidRequest
 from parsers.family import OPENAI_EFFORTS
 from parsers.plan import ParsePlan
-from parsers.record import Frozen, set_field
 from parsers.registry import REASONING_PARSERS, TOOL_PARSERS, Family
 from parsers.routing import Route, ToolChoice, is_structural_tag, parse_tool_choice, route_for
 from parsers.settings import ParserSettings, Version, check_generation, family_by_key, resolve_pair
@@ -161,7 +161,8 @@ def _response_format(request: Mapping[str, Any]) -> ResponseFormatType | None:
     return kind
 
 
-class RequestFacts(Frozen):
+@dataclass(frozen=True, slots=True)
+class RequestFacts:
     """What the parsers read of one request, validated and typed for one deployment
     (`request_facts`): the tool choice (checked against the tools), the thinking controls and
     their answer, the kind of answer asked for, and the route serving it."""
@@ -175,28 +176,6 @@ class RequestFacts(Frozen):
     json_answer: bool  # response_format json_object / json_schema
     structural_tag: bool  # any structural-tag spelling
     route: Route
-
-    def __init__(
-        self,
-        choice: ToolChoice,
-        tools: tuple[Mapping[str, Any], ...],
-        thinking: bool,
-        asked: bool | None,
-        thinking_field: bool | None,
-        effort: Effort | None,
-        json_answer: bool,
-        structural_tag: bool,
-        route: Route,
-    ) -> None:
-        set_field(self, "choice", choice)
-        set_field(self, "tools", tools)
-        set_field(self, "thinking", thinking)
-        set_field(self, "asked", asked)
-        set_field(self, "thinking_field", thinking_field)
-        set_field(self, "effort", effort)
-        set_field(self, "json_answer", json_answer)
-        set_field(self, "structural_tag", structural_tag)
-        set_field(self, "route", route)
 
 
 def facts_for(

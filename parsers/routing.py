@@ -18,35 +18,26 @@ from typing import Any
 
 from parsers.errors import InvalidRequest
 from parsers.plan import ToolMode
-from parsers.record import Frozen, set_field
 from parsers.registry import FAMILIES
 from parsers.settings import ALIAS_VAR, VERSION_VAR, ParserSettings, family_by_key
 from parsers.types import RouteKind
 
 
-@dataclass(init=False, repr=False, eq=False)  # frozen: methods from `Frozen` (parsers.record)
-class Route(Frozen):
+@dataclass(frozen=True, slots=True)
+class Route:
     """The route a request takes, and the family and generation serving it."""
 
     kind: RouteKind
     family: str | None
     generation: int | None  # 1, 2, or None for pass_through
 
-    def __init__(self, kind: RouteKind, family: str | None, generation: int | None) -> None:
-        set_field(self, "kind", kind)
-        set_field(self, "family", family)
-        set_field(self, "generation", generation)
 
-
-class ToolChoice(Frozen):
+@dataclass(frozen=True, slots=True)
+class ToolChoice:
     """The request's `tool_choice`, validated."""
 
     mode: ToolMode
-    name: str | None  # the function name under a named choice
-
-    def __init__(self, mode: ToolMode, name: str | None = None) -> None:
-        set_field(self, "mode", mode)
-        set_field(self, "name", name)
+    name: str | None = None  # the function name under a named choice
 
     @property
     def forced(self) -> bool:

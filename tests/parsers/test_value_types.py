@@ -1,7 +1,7 @@
 """The value types behave as frozen dataclasses, and the per-feed builders that fill a
 `Delta`'s or a `ToolCall`'s `__dict__` directly (`parsers.types`) make exactly what the
 constructors make: repr text, ==, hash, immutability, copy/pickle, and for public types the
-dataclass API (`fields`, `replace`, `asdict`). `Route` (on `parsers.record`'s bases) is
+dataclass API (`fields`, `replace`, `asdict`). `Route` is
 compared with a reference `@dataclass` of the same fields.
 """
 
