@@ -75,8 +75,8 @@ def check_options(client: BuildkitClient, options: BuildOptions) -> None:
 
 
 def check_base_visible(driver: str | None, base_image: str) -> None:
-    """A buildx builder other than the engine's own (`docker-container`, `remote`, ...) cannot
-    see the engine's local images: BuildKit would resolve an unpinned FROM name on a registry
+    """A buildx builder other than the daemon's own (`docker-container`, `remote`, ...) cannot
+    see the daemon's local images: BuildKit would resolve an unpinned FROM name on a registry
     (Docker Hub for `sidecar-forge/base:…`, a name this project does not own). Refuse that."""
     from buildtool.images.base import pinned_by_digest
 
