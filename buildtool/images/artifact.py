@@ -24,8 +24,7 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from buildtool.cache.artifacts import file_stats
-from buildtool.cache.errors import CacheError
+from buildtool.filetree import file_stats
 from buildtool.images.targets import SIDECARS
 
 MARKER = "artifact: building"
@@ -113,7 +112,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{MARKER} the wheel for sidecar-{args.sidecar} in {args.build_dir}", flush=True)
             wheel = build_wheel(workspace, args.build_dir, args.dist_dir)
         check_entry_point(wheel, args.sidecar)
-    except (ArtifactError, CacheError, SystemExit, OSError) as exc:
+    except (ArtifactError, SystemExit, OSError) as exc:  # OSError: TreeError too
         print(f"artifact: error: {exc}", file=sys.stderr)
         return 1
     print(f"artifact: {wheel}", flush=True)
