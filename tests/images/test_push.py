@@ -58,12 +58,9 @@ def test_cache_from_pushed_names_every_image_and_copied_from_stage() -> None:
 
 
 def test_stages_pushed_with_a_target_are_the_ones_it_copies_from() -> None:
-    assert stages_for(("sidecar-sglang",)) == ("helper-tests", "build-sglang")
-    assert stages_for(("sidecar-vllm", "sidecar-trtllm")) == (
-        "helper-tests",
-        "build-vllm",
-        "build-trtllm",
-    )
+    assert stages_for(("sidecar-sglang",)) == ("helper-tests", "build-wheel")
+    assert stages_for(("sidecar-vllm", "sidecar-trtllm")) == ("helper-tests", "build-wheel")
+    assert stages_for(()) == ()
     text = (ROOT / "Dockerfile").read_text()
     for stage in CACHE_STAGES:
         assert f"COPY --from={stage} " in text  # each is really copied from
