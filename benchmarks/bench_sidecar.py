@@ -39,6 +39,7 @@ import httpx
 from raw_proxy import bench_sidecar
 from steal import Steal
 
+from sidecar.engines import ENGINES
 from sidecar.server import DEFAULT_FRONT
 
 OUTPUT = (
@@ -296,7 +297,7 @@ def run(coro: Awaitable[object]) -> object:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--engine", choices=("vllm", "sglang", "trtllm"), default="vllm")
+    p.add_argument("--engine", choices=tuple(ENGINES), default="vllm")
     p.add_argument(
         "--requests", type=int, default=1000, help="sequential latency samples per target"
     )
