@@ -35,7 +35,7 @@ RUN echo 'sidecar:x:10001:' >> /etc/group \
  && echo 'sidecar:x:10001:10001:sidecar:/nonexistent:/usr/sbin/nologin' >> /etc/passwd
 WORKDIR /srv
 
-# ---- Tools: what the helper tests and the builders need on top (blake3, pytest, setuptools) --
+# ---- Tools: what the helper tests and the builder need on top (blake3, pytest, setuptools) --
 FROM python-base AS tools
 # No .pyc may land in the hashed workspace (their headers hold copy times).
 ENV PYTHONDONTWRITEBYTECODE=1
@@ -63,48 +63,24 @@ RUN python3 -B -m pytest -p no:cacheprovider -p buildtool.isolation.plugin -q \
 FROM tools AS builder-base
 COPY . /src/
 
-# ---- Builder stages: one per sidecar, ONE shared cache mount per architecture -----------------
-# Every builder runs through `buildtool cache-build`, which keeps its stamp on the mount: when the
+# ---- Builder: the one wheel that holds every sidecar -------------------------------------------
+# The RUN goes through `buildtool cache-build`, which keeps its stamp on the cache mount: when the
 # workspace bytes changed (even same size with an old mtime) it moves every input's mtime past the
-# artifacts there, so setuptools rebuilds; when nothing changed the artifacts are reused. One wheel
-# holds all three sidecars, so the builders share one folder on the mount (/cache/wheel, one stamp):
-# the first builder after a change builds the wheel, the next two find it newer than every input
-# and reuse it (buildtool/images/artifact.py). The mount is not part of the image, so each stage
-# installs the wheel into an install tree kept on the mount (only changed files are replaced and
-# byte-compiled: buildtool/images/install.py) and copies it to /out (a root tree:
-# /out/opt/venv/...), which the runtime target copies in one COPY. `--drop buildtool`: the build
-# tool is in the wheel but the sidecar never imports it, so the images do not carry it.
-# tests/images/test_dockerfile.py rejects a builder without the helper, another cache id or
-# another sharing mode.
-FROM builder-base AS build-vllm
+# artifacts there, so setuptools rebuilds; when nothing changed the artifacts are reused
+# (buildtool/images/artifact.py, which also checks the wheel declares every sidecar's console
+# script). The mount is not part of the image, so the wheel is installed into an install tree
+# kept on the mount (only changed files are replaced and byte-compiled: buildtool/images/install.py)
+# and copied to /out (a root tree: /out/opt/venv/...), which each runtime target copies in one COPY.
+# `--drop buildtool`: the build tool is in the wheel but the sidecar never imports it, so the images
+# do not carry it. tests/images/test_dockerfile.py rejects a builder without the helper, another
+# cache id or another sharing mode.
+FROM builder-base AS build-wheel
 ARG TARGETARCH
 COPY --from=helper-tests /helper-tests.ok /tmp/
 RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,target=/cache,sharing=locked \
     python3 -B -m buildtool cache-build --workspace /src --cache /cache/wheel \
         --exclude wheelhouse/ --clean-on-removal /cache/wheel/build \
-        -- python3 -B -m buildtool.images.artifact --sidecar vllm \
-        --build-dir /cache/wheel/build --dist-dir /cache/wheel/dist \
- && python3 -B -m buildtool.images.install --wheel-dir /cache/wheel/dist --tree /cache/wheel/tree \
-        --out /out --drop buildtool
-
-FROM builder-base AS build-sglang
-ARG TARGETARCH
-COPY --from=helper-tests /helper-tests.ok /tmp/
-RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,target=/cache,sharing=locked \
-    python3 -B -m buildtool cache-build --workspace /src --cache /cache/wheel \
-        --exclude wheelhouse/ --clean-on-removal /cache/wheel/build \
-        -- python3 -B -m buildtool.images.artifact --sidecar sglang \
-        --build-dir /cache/wheel/build --dist-dir /cache/wheel/dist \
- && python3 -B -m buildtool.images.install --wheel-dir /cache/wheel/dist --tree /cache/wheel/tree \
-        --out /out --drop buildtool
-
-FROM builder-base AS build-trtllm
-ARG TARGETARCH
-COPY --from=helper-tests /helper-tests.ok /tmp/
-RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,target=/cache,sharing=locked \
-    python3 -B -m buildtool cache-build --workspace /src --cache /cache/wheel \
-        --exclude wheelhouse/ --clean-on-removal /cache/wheel/build \
-        -- python3 -B -m buildtool.images.artifact --sidecar trtllm \
+        -- python3 -B -m buildtool.images.artifact \
         --build-dir /cache/wheel/build --dist-dir /cache/wheel/dist \
  && python3 -B -m buildtool.images.install --wheel-dir /cache/wheel/dist --tree /cache/wheel/tree \
         --out /out --drop buildtool
@@ -112,7 +88,7 @@ RUN --mount=type=cache,id=sidecar-forge-${TARGETARCH}-inputs-v3,target=/cache,sh
 # ---- Runtime targets ----------------------------------------------------------------------------
 # Port 8080 inside the container (the sidecar default); HEALTHCHECK uses python3 (minbase has no curl).
 FROM runtime-base AS sidecar-vllm
-COPY --from=build-vllm /out/ /
+COPY --from=build-wheel /out/ /
 USER 10001:10001
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
@@ -120,7 +96,7 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
 ENTRYPOINT ["sidecar-vllm", "--host", "0.0.0.0", "--port", "8080"]
 
 FROM runtime-base AS sidecar-sglang
-COPY --from=build-sglang /out/ /
+COPY --from=build-wheel /out/ /
 USER 10001:10001
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
@@ -128,7 +104,7 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
 ENTRYPOINT ["sidecar-sglang", "--host", "0.0.0.0", "--port", "8080"]
 
 FROM runtime-base AS sidecar-trtllm
-COPY --from=build-trtllm /out/ /
+COPY --from=build-wheel /out/ /
 USER 10001:10001
 EXPOSE 8080
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \

@@ -153,8 +153,9 @@ def test_image(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def images(session: nox.Session) -> None:
-    """Image build and smoke tests on the real engine; slow, so not part of `test` (run after
-    `nox -s build`, whose images the smoke tests reuse). No engine reachable is a failure here."""
+    """Image build and smoke tests on the real Docker daemon; slow, so not part of `test` (run
+    after `nox -s build`, whose images the smoke tests reuse). No daemon reachable is a failure
+    here."""
     session.install(*CONSTRAINTS, "pip")
     env = {"SIDECAR_FORGE_IMAGE_TESTS": "1", "SIDECAR_FORGE_REQUIRE_DOCKER": "1"}
     _pytest(session, env, default_args=("-m", "docker", "tests/images"))

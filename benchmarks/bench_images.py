@@ -9,7 +9,7 @@ One-file: a same-size edit of one parser source
 with an old mtime. Goal: one-file rebuild <= 0.3 x cold build.
 
 Second machine (when Debian's docker-registry, dockerd and ip are installed; run as root): the
-first engine pushes to a registry on loopback, then a second, empty dockerd builds the same
+first daemon pushes to a registry on loopback, then a second, empty dockerd builds the same
 source cold and, emptied again, with `--cache-from-pushed`. Goal: cached <= 0.3 x cold.
 """
 
@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tests" / "images"))
 
 from daemons import (  # noqa: E402
     Registry,
-    SecondEngine,
+    SecondDaemon,
     buildtool_images,
     missing_tools,
     remove_tags_under,
@@ -40,7 +40,7 @@ from daemons import (  # noqa: E402
 from buildtool.images import plainlog  # noqa: E402
 from buildtool.images.build import CACHE_STAGES, stage_cache_tag  # noqa: E402
 from buildtool.images.context import sync  # noqa: E402
-from buildtool.images.engine import connect  # noqa: E402
+from buildtool.images.daemon import connect  # noqa: E402
 from buildtool.images.targets import TARGETS, image_tag  # noqa: E402
 
 GOAL = 0.3
@@ -86,9 +86,9 @@ def edit_same_size_old_mtime(path: Path) -> None:
 
 
 def main() -> int:
-    engine = connect(None, dict(os.environ))
-    if engine is None:
-        print("bench_images: skipped: no Docker engine reachable (scripts/setup-host.sh)")
+    daemon = connect(None, dict(os.environ))
+    if daemon is None:
+        print("bench_images: skipped: no Docker daemon reachable (scripts/setup-host.sh)")
         return 0
     # Base image and wheelhouse first (inputs, not part of any measured build).
     subprocess.run(
@@ -112,9 +112,9 @@ def main() -> int:
         one_file = statistics.median(one_file_runs)
     for target in TARGETS:
         name = image_tag(target, PREFIX, tag)
-        if engine.image_exists(name):
-            engine.sdk.images.remove(name, force=True)
-    engine.close()
+        if daemon.image_exists(name):
+            daemon.sdk.images.remove(name, force=True)
+    daemon.close()
 
     print(f"images: {', '.join(TARGETS)} (BuildKit; same machine, same run)")
     print(f"cold: once; no-change and one-file: median of {REPEAT}")
@@ -133,7 +133,7 @@ def main() -> int:
 
 
 def second_machine() -> None:
-    """Push from this engine; a second, empty engine builds cold, then from the pushed cache."""
+    """Push from this daemon; a second, empty daemon builds cold, then from the pushed cache."""
     missing = missing_tools()
     if missing or os.geteuid() != 0:
         why = f"needs {', '.join(missing)}" if missing else "needs root"
@@ -143,7 +143,7 @@ def second_machine() -> None:
     with (
         tempfile.TemporaryDirectory(prefix="bench-machine-b-") as tmp,
         Registry() as registry,
-        SecondEngine() as second,
+        SecondDaemon() as second,
     ):
         prefix = f"{registry.address}/sidecar-forge-bench"
         try:

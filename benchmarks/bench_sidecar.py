@@ -40,6 +40,8 @@ import httpx
 from raw_proxy import bench_sidecar
 from steal import Steal
 
+from sidecar.engines import ENGINES
+
 OUTPUT = (
     "<think>The user wants the weather, so I will call the tool.</think>Let me check that "
     'for you.<tool_call>\n{"name": "get_weather", "arguments": {"location": "Paris", '
@@ -295,7 +297,7 @@ def run(coro: Awaitable[object]) -> object:
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    p.add_argument("--engine", choices=("vllm", "sglang", "trtllm"), default="vllm")
+    p.add_argument("--engine", choices=tuple(ENGINES), default="vllm")
     p.add_argument(
         "--requests", type=int, default=1000, help="sequential latency samples per target"
     )

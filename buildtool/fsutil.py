@@ -1,4 +1,5 @@
-"""Replacing and removing files in folders the tool owns (stdlib only: the cache helper uses it).
+"""Replacing and removing files in folders the tool owns, and paths as text for messages (stdlib
+only: the cache helper uses it).
 
 Every replacement is written to a temporary name in the destination's own folder and renamed
 over it, so a reader (a build, BuildKit's context transfer) or a kill sees the old or the new
@@ -144,3 +145,9 @@ def replace_symlink(dst: PathArg, target: str | bytes, *, clear_dir: bool = Fals
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
+
+
+def show(path: bytes | str) -> str:
+    """A path as text for messages; undecodable bytes are escaped, never dropped."""
+    text = os.fsdecode(path) if isinstance(path, bytes) else path
+    return repr(text)[1:-1] if not text.isprintable() else text

@@ -2,7 +2,7 @@
 # CI on GitHub: make the base image with debootstrap (never pulled: the project owns no registry
 # name for it), publish it on a loopback registry started here (Ubuntu/Debian's docker-registry
 # package), and export BASE_IMAGE=REGISTRY/sidecar-forge/base@sha256:... for the later steps: a
-# buildx builder (docker-container driver) cannot see the engine's local images, and BuildKit
+# buildx builder (docker-container driver) cannot see the daemon's local images, and BuildKit
 # would otherwise look the name up on Docker Hub. Usage: ci-base-image.sh 127.0.0.1:PORT
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."

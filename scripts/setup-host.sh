@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Host set-up for a fresh Debian 12 machine (run as root): system packages, then a running
-# Docker engine with BuildKit. Safe to run again: installed packages and a live engine are kept.
+# Docker daemon with BuildKit. Safe to run again: installed packages and a live daemon are kept.
 set -euo pipefail
 
 # python3-venv: scripts/setup.sh makes the task runner's venv (Debian's python3 is externally
 # managed). make, gcc and libc6-dev: the make cache tests build C. util-linux (setpriv) is
-# essential in Debian, so always there. SIDECAR_FORGE_NO_ENGINE=1: no Docker engine (a
+# essential in Debian, so always there. SIDECAR_FORGE_NO_ENGINE=1: no Docker daemon (a
 # container without one).
 no_engine=${SIDECAR_FORGE_NO_ENGINE:-0}
 packages=(debootstrap b3sum shellcheck make gcc libc6-dev git python3-venv)
@@ -22,7 +22,7 @@ fi
 command -v cargo >/dev/null || echo "setup-host: warning: cargo not on PATH; the cargo cache tests need it" >&2
 
 if [[ "$no_engine" == 1 ]]; then
-  echo "setup-host: SIDECAR_FORGE_NO_ENGINE=1: no Docker engine set up"
+  echo "setup-host: SIDECAR_FORGE_NO_ENGINE=1: no Docker daemon set up"
   exit 0
 fi
 # Debian's 20.10 client has BuildKit built in; a newer `docker` earlier on PATH may not.
@@ -35,4 +35,4 @@ if ! /usr/bin/docker info >/dev/null 2>&1; then
   done
   /usr/bin/docker info >/dev/null 2>&1 || { echo "setup-host: dockerd did not start; see /var/log/dockerd.log" >&2; exit 1; }
 fi
-echo "setup-host: docker engine $(/usr/bin/docker version -f '{{.Server.Version}}') is running"
+echo "setup-host: docker daemon $(/usr/bin/docker version -f '{{.Server.Version}}') is running"

@@ -2,13 +2,13 @@
 # README's first command on a fresh Debian 12 machine (as root): set up everything, then build the
 # three images (the main job). README's second command, `nox -s test`, runs the tests.
 #
-#   1. system packages and a running Docker engine (scripts/setup-host.sh);
+#   1. system packages and a running Docker daemon (scripts/setup-host.sh);
 #   2. the pinned task runner: nox and uv (constraints.txt) in a venv this script makes, linked as
 #      /usr/local/bin/nox. Debian's python3 is "externally managed" (PEP 668) and refuses
 #      `pip install` outside a venv; Debian's own nox package is too old for the noxfile;
 #   3. `nox -s build` (extra arguments are passed on: ./scripts/setup.sh --push REGISTRY/PREFIX).
 #
-# SIDECAR_FORGE_NO_ENGINE=1 skips the Docker engine (a container without one: the build then
+# SIDECAR_FORGE_NO_ENGINE=1 skips the Docker daemon (a container without one: the build then
 # makes the sidecars' wheels locally, see docs/images.md). SIDECAR_FORGE_TOOLS picks the venv
 # folder (default /opt/sidecar-forge/tools). Safe to run again: what is in place is kept.
 set -euo pipefail

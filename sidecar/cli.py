@@ -1,4 +1,5 @@
-"""Command line of the sidecars: `sidecar ENGINE ...` and `sidecar-vllm|sglang|trtllm ...`.
+"""Command line of the sidecars: `sidecar ENGINE ...` and `sidecar-ENGINE ...` (`main_ENGINE`),
+for each engine in `sidecar.engines.ENGINES`.
 
 Everything is read and validated here, once, before the server listens: the parser settings
 (`DYN_PARSER_VERSION` and friends, via `parsers.load_settings`), the parser names, the chat
@@ -11,7 +12,7 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from parsers.errors import ConfigError
@@ -26,8 +27,6 @@ from sidecar.config import (
 )
 from sidecar.engines import ENGINES
 from sidecar.engines.base import EngineAdapter
-from sidecar.engines.sglang import SGLangAdapter
-from sidecar.engines.vllm import VLLMAdapter
 from sidecar.model_folder import ModelFolder, ModelFolderError, load_model_folder
 from sidecar.prompt import ChatTemplate, TemplateError, check_template
 from sidecar.structural import DEFAULT_GRAMMAR, ForcedChoice, ForcedMode, TagGrammar
@@ -154,12 +153,8 @@ def _parser(engine: str | None) -> argparse.ArgumentParser:
         help="seconds a client has to send a request's body, from the head's end "
         f"(default {DEFAULT_BODY_TIMEOUT:g})",
     )
-    p.add_argument(
-        "--vllm-guided-json",
-        action="store_true",
-        help="vLLM only: send the legacy `guided_json` field (vLLM < 0.11) "
-        "instead of `structured_outputs`",
-    )
+    for adapter in ENGINES.values():  # every engine's options, whichever engine runs
+        adapter.add_arguments(p)
     p.add_argument(
         "--forced-tool-choice",
         choices=("structural-tag", "guided-json"),
@@ -177,12 +172,6 @@ def _parser(engine: str | None) -> argparse.ArgumentParser:
         "pinning xgrammar 0.1.25: 0.1.25)",
     )
     p.add_argument(
-        "--sglang-output",
-        choices=("auto", "cumulative", "incremental"),
-        default="auto",
-        help="SGLang only: how the engine streams `text` (default: detect)",
-    )
-    p.add_argument(
         "--log-level",
         default="info",
         type=str.lower,
@@ -196,11 +185,7 @@ def _parser(engine: str | None) -> argparse.ArgumentParser:
 
 
 def make_adapter(engine: str, args: argparse.Namespace) -> EngineAdapter:
-    if engine == "vllm":
-        return VLLMAdapter(legacy_guided_json=args.vllm_guided_json)
-    if engine == "sglang":
-        return SGLangAdapter(output_mode=args.sglang_output)
-    return ENGINES[engine]()
+    return ENGINES[engine].from_arguments(args)
 
 
 def configure(
@@ -237,9 +222,8 @@ def configure(
     # the tool parser as named: an alias may pick its own model generation's template
     named = normalize(args.tool_call_parser) if args.tool_call_parser else None
     template = choose_template(args, settings.family, named or settings.tool_parser)
-    mode: ForcedMode = args.forced_tool_choice or (
-        "guided-json" if engine == "vllm" and args.vllm_guided_json else "structural-tag"
-    )
+    adapter = make_adapter(engine, args)
+    mode: ForcedMode = args.forced_tool_choice or adapter.forced_mode
     forced = ForcedChoice(
         mode, TagGrammar.parse(args.structural_tag_grammar, "--structural-tag-grammar")
     )
@@ -256,7 +240,7 @@ def configure(
         engine_ca_bundle=ca_bundle,
         forced_choice=forced,
     )
-    return config, make_adapter(engine, args), template
+    return config, adapter, template
 
 
 def model_folder(args: argparse.Namespace) -> ModelFolder | None:
@@ -379,16 +363,12 @@ def main(
     return 0
 
 
-def main_vllm() -> int:
-    return main(sys.argv[1:], engine="vllm")
-
-
-def main_sglang() -> int:
-    return main(sys.argv[1:], engine="sglang")
-
-
-def main_trtllm() -> int:
-    return main(sys.argv[1:], engine="trtllm")
+def __getattr__(name: str) -> Callable[[], int]:
+    """`main_ENGINE` for each registered engine: what the `sidecar-ENGINE` scripts run."""
+    engine = name.removeprefix("main_")
+    if name.startswith("main_") and engine in ENGINES:
+        return lambda: main(sys.argv[1:], engine=engine)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":

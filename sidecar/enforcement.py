@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from sidecar.engines import ENGINES
 from sidecar.engines.base import EngineRequest
 from sidecar.request import Sampling
 
@@ -29,23 +30,7 @@ PROBE_MAX_TOKENS = 32
 RECHECK_SECONDS = 30.0
 
 # Per engine: how to start it so the sidecar's constraints are enforced.
-FIXES = {
-    "vllm": (
-        "vLLM started with --reasoning-parser applies structured output only after the model "
-        "ends its reasoning: start vLLM without --reasoning-parser (the sidecar parses "
-        'reasoning itself), or with --structured-outputs-config \'{"enable_in_reasoning": '
-        "true}' (and keep its guided-decoding backend, xgrammar by default, available)"
-    ),
-    "sglang": (
-        "SGLang started with --reasoning-parser applies the grammar only after the model ends "
-        "its reasoning, and --grammar-backend none applies none: start SGLang without "
-        "--reasoning-parser and with a grammar backend (xgrammar by default)"
-    ),
-    "trtllm": (
-        "trtllm-serve applies guided decoding only with guided_decoding_backend: xgrammar in "
-        "its --extra_llm_api_options file"
-    ),
-}
+FIXES = {name: adapter.enforcement_fix for name, adapter in ENGINES.items()}
 
 
 def probe_request(model: str) -> EngineRequest:

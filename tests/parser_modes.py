@@ -8,6 +8,8 @@ which knows nothing of parser modes. See docs/testing.md, "Parser modes".
   with its reason: marked `parser_mode_independent(reason=...)`, or isolated with an env that
   sets `DYN_PARSER_VERSION` itself.
 - The report header names the suite's mode.
+- `PARSER_MODES` is the usual `envs=` for a test that must hold under each parser mode:
+  `@pytest.mark.isolated(envs=PARSER_MODES)` gives the ids `unset`, `v1` and `v2`.
 """
 
 from __future__ import annotations
@@ -20,6 +22,12 @@ from buildtool.isolation.spec import spec_for
 
 MODE_MARKER = "parser_mode_independent"
 MODE_VARIABLES = ("DYN_PARSER_VERSION", "DYN_ENABLE_EXPERIMENTAL_PARSERS_V2")
+# Each mode also unsets the deprecated alias, so an alias in the parent cannot pick the mode.
+PARSER_MODES: dict[str, dict[str, str | None]] = {
+    "unset": {"DYN_PARSER_VERSION": None, "DYN_ENABLE_EXPERIMENTAL_PARSERS_V2": None},
+    "v1": {"DYN_PARSER_VERSION": "1", "DYN_ENABLE_EXPERIMENTAL_PARSERS_V2": None},
+    "v2": {"DYN_PARSER_VERSION": "2", "DYN_ENABLE_EXPERIMENTAL_PARSERS_V2": None},
+}
 _MODE_ONLY = pytest.StashKey[bool]()
 
 

@@ -6,7 +6,8 @@ import os
 from collections.abc import Sequence
 
 from buildtool.cache.digest import Entry
-from buildtool.cache.errors import CacheError, show
+from buildtool.cache.errors import CacheError
+from buildtool.fsutil import show
 
 NS = 1_000_000_000
 

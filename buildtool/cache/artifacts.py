@@ -4,42 +4,11 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 
-from buildtool.cache.errors import CacheError, show
-from buildtool.fsutil import remove_path
-
-
-def file_stats(
-    roots: Iterable[bytes],
-    skip: frozenset[bytes] = frozenset(),
-    ignore: Callable[[bytes], bool] | None = None,
-) -> Iterator[os.stat_result]:
-    """The stat of every file or symlink under `roots` (absolute), never following links.
-
-    `skip`: absolute directories not to enter. `ignore(abs_path)`: files not to count. A file
-    that vanishes meanwhile is left out.
-    """
-    todo = [r for r in roots if os.path.isdir(r)]
-    while todo:
-        current = todo.pop()
-        try:
-            with os.scandir(current) as listing:
-                items = list(listing)
-        except OSError as exc:
-            raise CacheError(f"cannot list folder {show(current)}: {exc.strerror}") from exc
-        for item in items:
-            path = os.path.join(current, os.fsencode(item.name))
-            if item.is_dir(follow_symlinks=False):
-                if path not in skip:
-                    todo.append(path)
-                continue
-            if ignore is not None and ignore(path):
-                continue
-            try:
-                yield item.stat(follow_symlinks=False)
-            except FileNotFoundError:
-                continue
+from buildtool.cache.errors import CacheError
+from buildtool.filetree import TreeError, file_stats
+from buildtool.fsutil import remove_path, show
 
 
 def newest_mtime(
@@ -48,7 +17,10 @@ def newest_mtime(
     ignore: Callable[[bytes], bool] | None = None,
 ) -> float | None:
     """Newest mtime of the files `file_stats` finds (None: none)."""
-    return max((st.st_mtime for st in file_stats(roots, skip, ignore)), default=None)
+    try:
+        return max((st.st_mtime for st in file_stats(roots, skip, ignore)), default=None)
+    except TreeError as exc:
+        raise CacheError(str(exc)) from exc
 
 
 def clear(path: bytes, keep: bytes | None) -> None:

@@ -13,10 +13,11 @@ from typing import Any
 
 from buildtool.cache.command import check_command
 from buildtool.cache.config import CacheConfig
-from buildtool.cache.errors import EXIT_OWN_ERROR, CacheError, show
+from buildtool.cache.errors import EXIT_OWN_ERROR, CacheError
 from buildtool.cache.lock import check_timeout
 from buildtool.cache.scan import default_jobs
 from buildtool.cache.session import CacheSession, Outcome, dry_run
+from buildtool.fsutil import show
 
 PROG = "buildtool cache-build"
 

@@ -12,7 +12,8 @@ import os
 import stat
 from collections.abc import Sequence
 
-from buildtool.cache.errors import CacheError, show
+from buildtool.cache.errors import CacheError
+from buildtool.fsutil import show
 
 
 def _runnable(path: bytes) -> str | None:

@@ -15,7 +15,8 @@ import errno
 import os
 import stat
 
-from buildtool.cache.errors import CacheError, show
+from buildtool.cache.errors import CacheError
+from buildtool.fsutil import show
 
 _OPEN_FLAGS = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from buildtool.cache.digest import KIND_SYMLINK, Entry, hasher_factory
-from buildtool.cache.errors import CacheError, show
-from buildtool.fsutil import ensure_dir, remove_path, replace_file, replace_symlink
+from buildtool.cache.errors import CacheError
+from buildtool.fsutil import ensure_dir, remove_path, replace_file, replace_symlink, show
 
 WORKTREE_NAME = b"worktree"
 

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from types import TracebackType
 
 from buildtool.cache.entries import NotRegular, open_regular
-from buildtool.cache.errors import CacheError, show
+from buildtool.cache.errors import CacheError
 from buildtool.flock import Taken, lock_exclusive
-from buildtool.fsutil import replace_file
+from buildtool.fsutil import replace_file, show
 
 LOCK_NAME = b"lock"
 

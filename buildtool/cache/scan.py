@@ -26,8 +26,9 @@ from buildtool.cache.digest import (
     hasher_factory,
 )
 from buildtool.cache.entries import kind
-from buildtool.cache.errors import CacheError, show
+from buildtool.cache.errors import CacheError
 from buildtool.cache.inputs import InputRules
+from buildtool.fsutil import show
 
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: a file swapped for a fifo between listing and opening must not hang the scan

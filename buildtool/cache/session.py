@@ -21,7 +21,7 @@ from buildtool.cache.config import CacheConfig
 from buildtool.cache.decision import Decision, decide, removed_paths
 from buildtool.cache.digest import Entry, inputs_digest, path_list_hash
 from buildtool.cache.entries import odd_entry
-from buildtool.cache.errors import CacheError, show
+from buildtool.cache.errors import CacheError
 from buildtool.cache.inputs import STATE_DIR, InputRules, relative_inside
 from buildtool.cache.local import WORKTREE_NAME, sync
 from buildtool.cache.lock import CacheLock
@@ -38,7 +38,7 @@ from buildtool.cache.stamp import (
     write_paths,
     write_stamp,
 )
-from buildtool.fsutil import is_real_dir, remove_path, replace_file
+from buildtool.fsutil import is_real_dir, remove_path, replace_file, show
 
 MARKER_NAME = b"building"
 MAX_WAIT = 2.0  # seconds; T further ahead means artifacts from a clock in the future

@@ -21,8 +21,8 @@ from enum import Enum
 
 from buildtool.cache.digest import path_list_bytes, path_list_hash, short_hash
 from buildtool.cache.entries import NotRegular, read_regular
-from buildtool.cache.errors import CacheError, show
-from buildtool.fsutil import TEMP_MARK, remove_path, replace_file
+from buildtool.cache.errors import CacheError
+from buildtool.fsutil import TEMP_MARK, remove_path, replace_file, show
 
 MAGIC = "buildtool-cache-stamp"
 VERSION = 1

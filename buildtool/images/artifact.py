@@ -1,16 +1,16 @@
-"""Inside a builder stage: build the project's wheel for one sidecar, build folder on the mount.
+"""Inside the builder stage: build the project's wheel, build folder on the mount.
 
 Run by `buildtool cache-build` (which aligns the workspace mtimes to the stamp first), so
 setuptools' mtime-based `build_py` copies exactly the sources that changed since the artifacts in
 the build folder were made, and a same-size edit with an old mtime is still copied:
-    python3 -B -m buildtool.images.artifact --sidecar vllm --build-dir DIR --dist-dir DIR
-Prints `artifact: building ...` when it builds, which the image tests look for.
+    python3 -B -m buildtool.images.artifact [--sidecar NAME ...] --build-dir DIR --dist-dir DIR
+Prints `artifact: building ...` when it builds, which the image tests look for, and checks the
+wheel declares the console script of each sidecar named (default: every sidecar).
 
-The wheel holds all three sidecars, so the builders share one cache folder: the first to run
-after a change builds it, the others find it fresh by make's rule — the wheel is newer than
-every input. That rule is sound only under the helper: a changed input moves every input's
-mtime past the wheel (and the helper waits for that time to pass before the build, so the new
-wheel is newer again), an unchanged one puts them back.
+The wheel holds every sidecar, so one wheel in a cache folder serves all: a run finds it fresh
+by make's rule — the wheel is newer than every input. That rule is sound only under the helper:
+a changed input moves every input's mtime past the wheel (and the helper waits for that time to
+pass before the build, so the new wheel is newer again), an unchanged one puts them back.
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from buildtool.cache.artifacts import file_stats
-from buildtool.cache.errors import CacheError
+from buildtool.filetree import file_stats
 from buildtool.images.targets import SIDECARS
 
 MARKER = "artifact: building"
@@ -100,20 +99,28 @@ def check_entry_point(wheel: Path, sidecar: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python3 -B -m buildtool.images.artifact")
-    parser.add_argument("--sidecar", required=True, choices=SIDECARS)
+    parser.add_argument(
+        "--sidecar",
+        action="append",
+        choices=SIDECARS,
+        help="a sidecar whose console script the wheel must declare (default: every sidecar)",
+    )
     parser.add_argument("--build-dir", required=True, type=Path)
     parser.add_argument("--dist-dir", required=True, type=Path)
     args = parser.parse_args(argv)
     workspace = Path.cwd()
+    sidecars: list[str] = args.sidecar or list(SIDECARS)
     try:
         wheel = fresh_wheel(workspace, args.dist_dir)
         if wheel is not None:
             print(f"{REUSED} {wheel} (newer than every input)", flush=True)
         else:
-            print(f"{MARKER} the wheel for sidecar-{args.sidecar} in {args.build_dir}", flush=True)
+            scripts = ", ".join(f"sidecar-{name}" for name in sidecars)
+            print(f"{MARKER} the wheel for {scripts} in {args.build_dir}", flush=True)
             wheel = build_wheel(workspace, args.build_dir, args.dist_dir)
-        check_entry_point(wheel, args.sidecar)
-    except (ArtifactError, CacheError, SystemExit, OSError) as exc:
+        for name in sidecars:
+            check_entry_point(wheel, name)
+    except (ArtifactError, SystemExit, OSError) as exc:  # OSError: TreeError too
         print(f"artifact: error: {exc}", file=sys.stderr)
         return 1
     print(f"artifact: {wheel}", flush=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from buildtool.images.engine import Engine
+from buildtool.images.daemon import Daemon
 from buildtool.images.ui import Reporter
 
 
@@ -113,10 +113,10 @@ def import_changes() -> list[str]:
 
 
 def ensure_base_image(
-    engine: Engine, docker_binary: str, spec: BaseImageSpec, report: Reporter
+    daemon: Daemon, docker_binary: str, spec: BaseImageSpec, report: Reporter
 ) -> BaseAction:
     """Make sure `spec.name` exists locally; says what it did through `report`."""
-    present = engine.image_exists(spec.name)
+    present = daemon.image_exists(spec.name)
     action = decide(present, pinned_by_digest(spec.name), spec.allow_pull)
     if action is BaseAction.REUSE:
         report.line(f"base image {spec.name}: present, reused")
@@ -128,7 +128,7 @@ def ensure_base_image(
     elif action is BaseAction.PULL:
         report.line(f"base image {spec.name}: absent, pulling it (pinned by digest)")
         try:
-            engine.pull(spec.name)
+            daemon.pull(spec.name)
         except Exception as exc:  # any SDK or connection error means: cannot be pulled here
             raise BaseImageError(
                 f"base image {spec.name}: pull failed ({_first_line(exc)}); a digest-pinned "
@@ -137,11 +137,11 @@ def ensure_base_image(
         report.line(f"base image {spec.name}: pulled")
     else:
         report.line(f"base image {spec.name}: absent, making it (never pulled by a tag)")
-        bootstrap(engine, docker_binary, spec, report)
+        bootstrap(daemon, docker_binary, spec, report)
     return action
 
 
-def bootstrap(engine: Engine, docker_binary: str, spec: BaseImageSpec, report: Reporter) -> None:
+def bootstrap(daemon: Daemon, docker_binary: str, spec: BaseImageSpec, report: Reporter) -> None:
     """debootstrap into a temporary folder, trim caches, `tar | docker import`."""
     if shutil.which("debootstrap") is None:
         raise BaseImageError(
@@ -164,7 +164,7 @@ def bootstrap(engine: Engine, docker_binary: str, spec: BaseImageSpec, report: R
     finally:
         _unmount_below(root)
         shutil.rmtree(workdir, ignore_errors=True)
-    if not engine.image_exists(spec.name):
+    if not daemon.image_exists(spec.name):
         raise BaseImageError(f"base image {spec.name}: import finished but the image is missing")
     report.line(f"base image {spec.name}: made in {time.monotonic() - start:.0f} s")
 

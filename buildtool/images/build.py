@@ -11,7 +11,7 @@ from pathlib import Path
 
 from buildtool.images import plainlog
 from buildtool.images.client import BuildkitClient
-from buildtool.images.targets import SIDECARS, TARGETS, image_tag
+from buildtool.images.targets import BUILDER_STAGE, TARGETS, image_tag
 from buildtool.images.ui import Reporter
 
 
@@ -75,8 +75,8 @@ def check_options(client: BuildkitClient, options: BuildOptions) -> None:
 
 
 def check_base_visible(driver: str | None, base_image: str) -> None:
-    """A buildx builder other than the engine's own (`docker-container`, `remote`, ...) cannot
-    see the engine's local images: BuildKit would resolve an unpinned FROM name on a registry
+    """A buildx builder other than the daemon's own (`docker-container`, `remote`, ...) cannot
+    see the daemon's local images: BuildKit would resolve an unpinned FROM name on a registry
     (Docker Hub for `sidecar-forge/base:…`, a name this project does not own). Refuse that."""
     from buildtool.images.base import pinned_by_digest
 
@@ -92,18 +92,18 @@ def check_base_visible(driver: str | None, base_image: str) -> None:
 # holds only the layers of the image it is built into, and BuildKit decides a `COPY --from` by
 # the copied files' content, which needs the source stage's result: so `--push` also pushes
 # each of these stages, with its own inline cache, and `--cache-from-pushed` names them too.
-CACHE_STAGES: tuple[str, ...] = ("helper-tests", *(f"build-{n}" for n in SIDECARS))
+CACHE_STAGES: tuple[str, ...] = ("helper-tests", BUILDER_STAGE)
 
 
 def stage_cache_tag(prefix: str, stage: str, tag: str) -> str:
-    """`PREFIX/buildcache:build-vllm-TAG`: where a copied-from stage's cache image goes."""
+    """`PREFIX/buildcache:build-wheel-TAG`: where a copied-from stage's cache image goes."""
     return f"{prefix}/buildcache:{stage}-{tag}"
 
 
 def stages_for(targets: Sequence[str]) -> tuple[str, ...]:
-    """The copied-from stages the given sidecar targets need."""
-    wanted = {"helper-tests", *(t.replace("sidecar-", "build-", 1) for t in targets)}
-    return tuple(s for s in CACHE_STAGES if s in wanted)
+    """The copied-from stages the given sidecar targets need: every target copies the one
+    builder's output, which waits for the helper's tests."""
+    return CACHE_STAGES if targets else ()
 
 
 def pushed_cache_sources(client: BuildkitClient, pushed: str) -> list[str]:

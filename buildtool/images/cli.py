@@ -116,7 +116,7 @@ def register(subparsers: Any) -> None:
             "One tab-separated line per entry of the image's file system: kind, mode, uid:gid, "
             "sha256 of the content (or of a symlink's target), path. Diff two manifests to "
             "compare builds or releases. Left out: /etc/hosts, /etc/hostname, "
-            "/etc/resolv.conf, /etc/mtab (the engine writes them into every container)."
+            "/etc/resolv.conf, /etc/mtab (the daemon writes them into every container)."
         ),
     )
     m.add_argument("image", metavar="IMAGE", help="a local image (name, tag or id)")
@@ -232,7 +232,7 @@ def print_summary(result: job.JobResult) -> None:
 
     out = Console(highlight=False)
     if result.mode == "local":
-        out.print("built locally (no Docker engine reachable; no images were made):")
+        out.print("built locally (no Docker daemon reachable; no images were made):")
         for wheel in result.local_artifacts:
             out.print(f"  {wheel}", markup=False, emoji=False, soft_wrap=True)
         return
@@ -245,14 +245,15 @@ def print_summary(result: job.JobResult) -> None:
 
 
 def cmd_base(args: argparse.Namespace) -> int:
-    from buildtool.images import base, client, engine
+    from buildtool.images import base, client
+    from buildtool.images.daemon import connect
     from buildtool.images.ui import ConsoleReporter
 
-    eng = engine.connect(None, dict(os.environ))
-    if eng is None:
+    daemon = connect(None, dict(os.environ))
+    if daemon is None:
         where = os.environ.get("DOCKER_HOST") or "the default socket"
         print(
-            f"buildtool images base: no Docker engine reachable at {where}; start one with "
+            f"buildtool images base: no Docker daemon reachable at {where}; start one with "
             "scripts/setup-host.sh",
             file=sys.stderr,
         )
@@ -263,7 +264,7 @@ def cmd_base(args: argparse.Namespace) -> int:
             spec = base.BaseImageSpec(
                 name=args.base_image, allow_pull=not args.no_pull, mirror=args.debian_mirror
             )
-            action = base.ensure_base_image(eng, found.binary, spec, report)
+            action = base.ensure_base_image(daemon, found.binary, spec, report)
         except (client.NoBuildkitClient, base.BaseImageError) as exc:
             report.done()
             print(f"buildtool images base: {exc}", file=sys.stderr)
@@ -297,20 +298,21 @@ def cmd_wheelhouse(args: argparse.Namespace) -> int:
 def cmd_manifest(args: argparse.Namespace) -> int:
     import docker.errors
 
-    from buildtool.images import engine, manifest
+    from buildtool.images import manifest
+    from buildtool.images.daemon import connect
 
-    eng = engine.connect(None, dict(os.environ))
-    if eng is None:
+    daemon = connect(None, dict(os.environ))
+    if daemon is None:
         where = os.environ.get("DOCKER_HOST") or "the default socket"
-        print(f"buildtool images manifest: no Docker engine reachable at {where}", file=sys.stderr)
+        print(f"buildtool images manifest: no Docker daemon reachable at {where}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        entries = manifest.of_image(eng.sdk, args.image)
+        entries = manifest.of_image(daemon.sdk, args.image)
     except docker.errors.ImageNotFound:
         print(f"buildtool images manifest: no local image {args.image}", file=sys.stderr)
         return EXIT_USAGE
     finally:
-        eng.close()
+        daemon.close()
     sys.stdout.write("".join(entry.line() + "\n" for entry in entries))
     files = sum(1 for e in entries if e.kind in "fh")
     print(f"{args.image}: {len(entries)} entries, {files} files", file=sys.stderr)

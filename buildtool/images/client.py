@@ -125,7 +125,7 @@ def builder_driver(
     client: BuildkitClient, builder: str | None, base_env: dict[str, str], run: Runner = _run
 ) -> str | None:
     """The buildx builder's driver (`docker`, `docker-container`, `remote`, ...); None for the
-    built-in client (which always builds in the engine, seeing its local images)."""
+    built-in client (which always builds in the daemon, seeing its local images)."""
     if client.kind != "buildx":
         return None
     argv = [client.binary, "buildx", "inspect", *([builder] if builder else [])]

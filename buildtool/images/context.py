@@ -68,7 +68,7 @@ def default_context_dir(workspace: Path, cache_home: Path) -> Path:
 
 
 def default_local_cache(workspace: Path, cache_home: Path) -> Path:
-    """Local mode's cache folders (no engine reachable), one set per checkout."""
+    """Local mode's cache folders (no daemon reachable), one set per checkout."""
     return cache_home / "sidecar-forge" / "local-builds" / checkout_key(workspace)
 
 

@@ -12,7 +12,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from buildtool.images.targets import CACHE_ID_TEMPLATE, TARGETS
+from buildtool.images.targets import BUILDER_STAGE, CACHE_ID_TEMPLATE, TARGETS
 
 HELPER = ("python3", "-B", "-m", "buildtool", "cache-build")
 BUILDER_PREFIX = "build-"
@@ -136,8 +136,8 @@ def check(text: str) -> list[str]:
         if target not in names:
             problems.append(f"no runtime target stage `{target}`")
     builders = builder_stages(all_stages)
-    if not builders:
-        problems.append("no builder stage (`build-*`) found")
+    if BUILDER_STAGE not in {s.name for s in builders}:
+        problems.append(f"no builder stage `{BUILDER_STAGE}`")
     for stage in builders:
         helper_runs = 0
         for instr in stage.instructions:

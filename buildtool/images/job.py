@@ -1,4 +1,4 @@
-"""`buildtool images build` end to end: engine, client, base image, wheelhouse, context, builds."""
+"""`buildtool images build` end to end: daemon, client, base image, wheelhouse, context, builds."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from buildtool.images.build import (
     stage_cache_tag,
     stages_for,
 )
-from buildtool.images.engine import Engine, connect
+from buildtool.images.daemon import Daemon, connect
 from buildtool.images.ui import Reporter
 
 
@@ -28,7 +28,7 @@ class JobOptions:
     environ: tuple[tuple[str, str], ...]  # the environment, read once by the CLI
     docker_host: str | None = None
     python_version: str | None = None  # the base image's Python; None: ask the image
-    local_cache: Path | None = None  # local mode's cache folder (no engine reachable)
+    local_cache: Path | None = None  # local mode's cache folder (no daemon reachable)
 
 
 @dataclass(frozen=True)
@@ -40,22 +40,22 @@ class JobResult:
 
 
 # Without --platform the builder picks its own native platform, which need not be the local
-# engine's (a remote --builder on another architecture): cover both, it costs three wheels.
+# daemon's (a remote --builder on another architecture): cover both, it costs three wheels.
 DEFAULT_WHEEL_PLATFORMS = ("linux/amd64", "linux/arm64")
 
 
-def platforms_for(platform: str | None, engine_arch: str) -> tuple[str, ...]:
+def platforms_for(platform: str | None, daemon_arch: str) -> tuple[str, ...]:
     """The wheelhouse must cover every platform built."""
     if platform:
         return tuple(p.strip() for p in platform.split(",") if p.strip())
-    arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(engine_arch, engine_arch)
+    arch = {"x86_64": "amd64", "aarch64": "arm64"}.get(daemon_arch, daemon_arch)
     own = f"linux/{arch}"
     return DEFAULT_WHEEL_PLATFORMS if own in DEFAULT_WHEEL_PLATFORMS else (own,)
 
 
-def base_python_version(engine: Engine, image: str) -> str:
+def base_python_version(daemon: Daemon, image: str) -> str:
     """`major.minor` of python3 in the base image (the wheelhouse must match it)."""
-    out = engine.sdk.containers.run(
+    out = daemon.sdk.containers.run(
         image,
         ["python3", "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
         remove=True,
@@ -64,9 +64,9 @@ def base_python_version(engine: Engine, image: str) -> str:
     return bytes(out).decode().strip()
 
 
-def cached_python_version(engine: Engine, image: str, cache_dir: Path) -> str:
+def cached_python_version(daemon: Daemon, image: str, cache_dir: Path) -> str:
     """`base_python_version`, remembered per image id (asking starts a container: ~1 s)."""
-    key = engine.image_id(image).replace(":", "-")
+    key = daemon.image_id(image).replace(":", "-")
     memo = cache_dir / key
     try:
         known = memo.read_text().strip()
@@ -74,7 +74,7 @@ def cached_python_version(engine: Engine, image: str, cache_dir: Path) -> str:
         known = ""
     if known:
         return known
-    version = base_python_version(engine, image)
+    version = base_python_version(daemon, image)
     cache_dir.mkdir(parents=True, exist_ok=True)
     # atomically: a memo torn by a kill would otherwise be trusted as the version
     fsutil.replace_file(memo, (version + "\n").encode())
@@ -83,21 +83,21 @@ def cached_python_version(engine: Engine, image: str, cache_dir: Path) -> str:
 
 def run(options: JobOptions, report: Reporter) -> JobResult:
     env = dict(options.environ)
-    engine = connect(options.docker_host, env)
-    if engine is None:
+    daemon = connect(options.docker_host, env)
+    if daemon is None:
         return _run_local(options, report)
     try:
-        return _run_buildkit(engine, options, env, report)
+        return _run_buildkit(daemon, options, env, report)
     finally:
-        engine.close()
+        daemon.close()
 
 
 def _run_buildkit(
-    engine: Engine, options: JobOptions, env: dict[str, str], report: Reporter
+    daemon: Daemon, options: JobOptions, env: dict[str, str], report: Reporter
 ) -> JobResult:
     opts = options.build
-    info = engine.info
-    report.line(f"engine: Docker {info.version} (API {info.api_version}, {info.os}/{info.arch})")
+    info = daemon.info
+    report.line(f"daemon: Docker {info.version} (API {info.api_version}, {info.os}/{info.arch})")
     found = client.find_client(env)
     report.line(f"BuildKit client: {found.describe()}")
     check_options(found, opts)
@@ -109,10 +109,10 @@ def _run_buildkit(
     spec = base.BaseImageSpec(
         name=opts.base_image, allow_pull=opts.allow_pull, mirror=opts.debian_mirror
     )
-    base.ensure_base_image(engine, found.binary, spec, report)
+    base.ensure_base_image(daemon, found.binary, spec, report)
 
     python = options.python_version or cached_python_version(
-        engine, opts.base_image, opts.context_dir.parent / "base-python"
+        daemon, opts.base_image, opts.context_dir.parent / "base-python"
     )
     wheel_spec = wheelhouse.WheelhouseSpec(
         directory=opts.workspace / "wheelhouse",
@@ -139,10 +139,10 @@ def _run_buildkit(
                 local = stage_cache_tag(opts.tag_prefix, stage, opts.tag)
                 report.line(f"building {stage} (its cache goes with --push) ...")
                 stage_results.append(build_one(found, opts, stage, benv, report, tag=local))
-    sized = tuple(replace(r, size_bytes=engine.image_size(r.tag)) for r in results)
+    sized = tuple(replace(r, size_bytes=daemon.image_size(r.tag)) for r in results)
     if opts.push:
         push.push_all(
-            engine,
+            daemon,
             sized,
             stage_results,
             opts.push,
@@ -157,7 +157,7 @@ def _run_buildkit(
 def _run_local(options: JobOptions, report: Reporter) -> JobResult:
     opts = options.build
     report.line(
-        "engine: no Docker engine reachable; building the sidecars locally with the cache "
+        "daemon: no Docker daemon reachable; building the sidecars locally with the cache "
         "helper's local mode instead (no images)"
     )
     cache_root = options.local_cache or (opts.context_dir.parent / "local-builds")

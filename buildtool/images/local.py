@@ -1,4 +1,4 @@
-"""No engine reachable: build each sidecar's wheel on the host with the helper's local mode.
+"""No daemon reachable: build each sidecar's wheel on the host with the helper's local mode.
 
 Local mode syncs the checkout into a copy under the cache folder and builds there, so the
 checkout's mtimes are never rewritten (build-cache rule 9); the stamp works exactly as in the image.

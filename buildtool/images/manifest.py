@@ -3,9 +3,9 @@
     buildtool images manifest IMAGE        # one line per entry; diff two to compare releases
 
 Two builds are the same release when their manifests are equal. Image digests cannot show it:
-the 20.10 engine's BuildKit writes each layer's file times, so identical files still give new
+the 20.10 daemon's BuildKit writes each layer's file times, so identical files still give new
 layer digests. The manifest reads the image's flattened file system (`docker export` of a
-container that is created, never started) and leaves out only the files the engine injects into
+container that is created, never started) and leaves out only the files the daemon injects into
 every container at run time.
 
 Line format (tab-separated, path last and escaped like Python's repr inside, so a name with a
@@ -24,7 +24,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import IO, Any
 
-# Written by the engine into every container, whatever the image holds.
+# Written by the daemon into every container, whatever the image holds.
 RUNTIME_INJECTED: frozenset[str] = frozenset(
     {"/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/etc/mtab"}
 )
@@ -125,7 +125,7 @@ class _ChunkReader:
 
 
 def of_image(sdk: Any, image: str) -> list[ManifestEntry]:
-    """The manifest of a local image, through the engine (the container is never started)."""
+    """The manifest of a local image, through the daemon (the container is never started)."""
     container = sdk.containers.create(image, entrypoint=["/nonexistent"], command=[])
     try:
         return from_tar(_ChunkReader(container.export(chunk_size=1 << 20)))  # type: ignore[arg-type]

@@ -2,8 +2,8 @@
 
 #7 [builder-base 3/3] COPY . /src/
 #7 CACHED
-#9 [build-vllm 2/2] RUN --mount=type=cache,... python3 -B -m buildtool cache-build ...
-#9 0.412 artifact: building the wheel for sidecar-vllm in /cache/vllm/build
+#9 [build-wheel 2/2] RUN --mount=type=cache,... python3 -B -m buildtool cache-build ...
+#9 0.412 artifact: building the wheel for sidecar-vllm, ... in /cache/wheel/build
 #9 DONE 3.1s
 #10 ERROR: executor failed running [/bin/sh -c ...]: exit code: 1
 """
@@ -26,7 +26,7 @@ class Step:
 
     number: int
     name: str
-    stage: str | None = None  # "build-vllm"; None for internal vertices
+    stage: str | None = None  # "build-wheel"; None for internal vertices
     instruction: str | None = None  # "RUN ...", "COPY ...", "FROM ..."
     status: str = "running"  # running, done, cached, error, canceled
     seconds: float | None = None

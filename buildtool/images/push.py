@@ -25,7 +25,7 @@ from pathlib import Path
 
 from buildtool.images import manifest
 from buildtool.images.build import ImageResult, stage_cache_tag
-from buildtool.images.engine import Engine, split_reference
+from buildtool.images.daemon import Daemon, split_reference
 from buildtool.images.ui import Reporter
 
 # host[:port] then at least one lowercase path component; no tag, no digest
@@ -68,12 +68,12 @@ def cache_ref(prefix: str, target: str) -> str:
     return f"{prefix}/{target}:buildcache"
 
 
-def push_ref(engine: Engine, source: str, ref: str) -> str:
+def push_ref(daemon: Daemon, source: str, ref: str) -> str:
     """Tag local image `source` as `ref`, push it, return the registry's digest."""
     repository, tag = split_reference(ref)
-    engine.sdk.images.get(source).tag(repository, tag)
+    daemon.sdk.images.get(source).tag(repository, tag)
     digest = ""
-    for event in engine.sdk.api.push(repository, tag=tag, stream=True, decode=True):
+    for event in daemon.sdk.api.push(repository, tag=tag, stream=True, decode=True):
         if "error" in event:
             raise PushError(f"pushing {ref} failed: {event['error']}")
         aux = event.get("aux") or {}
@@ -85,7 +85,7 @@ def push_ref(engine: Engine, source: str, ref: str) -> str:
 
 
 def push_all(
-    engine: Engine,
+    daemon: Daemon,
     images: Sequence[ImageResult],
     stages: Sequence[ImageResult],
     prefix: str,
@@ -98,22 +98,22 @@ def push_all(
     _, base_tag = split_reference(base_image)
     base_tag = base_tag if not base_tag.startswith("sha256:") else "pinned"
     base_ref = f"{prefix}/base:{base_tag}"
-    base_digest = push_ref(engine, base_image, base_ref)
+    base_digest = push_ref(daemon, base_image, base_ref)
     base_pinned = f"{prefix}/base@{base_digest}"
     report.line(f"pushed {base_ref} ({base_digest}); on other machines: --base-image {base_pinned}")
     pushed = []
     for image in images:
-        entries = manifest.of_image(engine.sdk, image.tag)
+        entries = manifest.of_image(daemon.sdk, image.tag)
         refs = (f"{prefix}/{image.target}:{tag}", f"{prefix}/{image.target}:{content_tag(entries)}")
         digest = ""
         for ref in refs:
-            digest = push_ref(engine, image.tag, ref)
+            digest = push_ref(daemon, image.tag, ref)
         report.line(f"pushed {refs[0]} and :{refs[1].rsplit(':', 1)[1]} ({digest})")
         pushed.append(Pushed(image.target, refs, digest))
     caches = []
     for stage in stages:
         ref = stage_cache_tag(prefix, stage.target, tag)
-        push_ref(engine, stage.tag, ref)
+        push_ref(daemon, stage.tag, ref)
         caches.append(ref)
     if caches:
         report.line(f"pushed the cache of {len(caches)} copied-from stages ({prefix}/buildcache)")

@@ -10,7 +10,9 @@ DEFAULT_TAG_PREFIX = "sidecar-forge"
 DEFAULT_TAG = "dev"
 # Port the sidecar listens on inside each image (its default; EXPOSE and HEALTHCHECK use it).
 CONTAINER_PORT = 8080
-# The one BuildKit cache mount the builder stages share, per architecture (docs/images.md).
+# The one builder stage: it builds the wheel every runtime target copies its files from.
+BUILDER_STAGE = "build-wheel"
+# The builder's BuildKit cache mount, one per architecture (docs/images.md).
 CACHE_ID_TEMPLATE = "sidecar-forge-${TARGETARCH}-inputs-v3"
 
 

@@ -1,13 +1,6 @@
 """Run marked tests each in a child process with a controlled environment (docs/testing.md).
 
-`PARSER_MODES` is the usual `envs=` for a test that must hold under each parser mode:
-`@pytest.mark.isolated(envs=PARSER_MODES)` gives the ids `unset`, `v1` and `v2`.
+The plugin knows no project's variables: a project names the parent variables its children
+inherit with the `isolated_inherit` ini setting (its conftest may add them at configure time)
+and sets or unsets the others per test with the marker's `env=` / `envs=`.
 """
-
-from __future__ import annotations
-
-PARSER_MODES: dict[str, dict[str, str | None]] = {
-    "unset": {"DYN_PARSER_VERSION": None, "DYN_ENABLE_EXPERIMENTAL_PARSERS_V2": None},
-    "v1": {"DYN_PARSER_VERSION": "1", "DYN_ENABLE_EXPERIMENTAL_PARSERS_V2": None},
-    "v2": {"DYN_PARSER_VERSION": "2", "DYN_ENABLE_EXPERIMENTAL_PARSERS_V2": None},
-}

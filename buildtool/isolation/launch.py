@@ -76,7 +76,8 @@ def interpreter_flags(private_pycache: Path) -> list[str]:
     if sys.flags.no_user_site:
         flags.append("-s")
     flags += ["-O"] * sys.flags.optimize
-    for key, value in sys._xoptions.items():
+    # sys._xoptions: CPython's documented record of -X options; absent elsewhere, none passed
+    for key, value in getattr(sys, "_xoptions", {}).items():
         flags += ["-X", key if value is True else f"{key}={value}"]
     return flags
 

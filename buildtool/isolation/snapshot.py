@@ -1,6 +1,6 @@
 """The startup snapshot: children that fork with pytest's configuration already parsed.
 
-Half of a forked child's pytest session used to go before its first conftest: arguments and
+Without it, half of a forked child's pytest session goes before its first conftest: arguments and
 ini file parsed twice, packages marked for assertion rewriting, entry-point plugins registered
 (their options added, their hooks checked). None of it runs project code unless a plugin is
 named by `-p NAME` or `PYTEST_PLUGINS` (which could be a project module), and for one server

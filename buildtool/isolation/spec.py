@@ -57,7 +57,7 @@ def _check_kwargs(mark: pytest.Mark, where: str) -> None:
 
 
 def variant_id(env: EnvSpec) -> str:
-    """A readable test id for an unnamed variant: `DYN_PARSER_VERSION=1`, `X=unset`."""
+    """A readable test id for an unnamed variant: `MODE=1`, `X=unset`."""
     text = "-".join(f"{k}={'unset' if v is None else v}" for k, v in sorted(env.items()))
     return re.sub(r"\s+", "_", text) or "allowlist-only"
 

@@ -1,4 +1,9 @@
-"""Engine adapters: each one speaks one engine's own generation API."""
+"""Engine adapters: each one speaks one engine's own generation API.
+
+`ENGINES` is the registry: the command line (`sidecar ENGINE`, the `sidecar-ENGINE` scripts,
+each engine's own options) and the enforcement messages are derived from it. Adding an engine:
+docs/sidecar.md, "Adding an engine".
+"""
 
 from __future__ import annotations
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, Self
 
 from sidecar.errors import EngineError
 from sidecar.request import Sampling
@@ -55,9 +56,29 @@ class StreamDecoder(ABC):
 
 
 class EngineAdapter(ABC):
+    """One engine: its name in `sidecar.engines.ENGINES`, its API, its own options."""
+
     kind: ClassVar[str]
     generate_path: ClassVar[str]
     health_path: ClassVar[str] = "/health"
+    # How to start the engine so it applies guided decoding: said when the sidecar's probe
+    # finds a constraint ignored (sidecar.enforcement).
+    enforcement_fix: ClassVar[str]
+
+    @classmethod  # noqa: B027 (an optional hook: most engines have no options)
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        """The engine's own command-line options, named `--KIND-...` (none by default)."""
+
+    @classmethod
+    def from_arguments(cls, args: argparse.Namespace) -> Self:
+        """The adapter for a parsed command line (by default it takes no options)."""
+        return cls()
+
+    @property
+    def forced_mode(self) -> Literal["structural-tag", "guided-json"]:
+        """How tool_choice required / named is constrained when --forced-tool-choice is not
+        given: a structural tag unless the engine's API cannot take one."""
+        return "structural-tag"
 
     @abstractmethod
     def build_body(self, request: EngineRequest) -> dict[str, Any]: ...

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from collections.abc import Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, Self
 
 from sidecar.engines.base import (
     EngineAdapter,
@@ -98,9 +99,27 @@ class SGLangDecoder(StreamDecoder):
 class SGLangAdapter(EngineAdapter):
     kind: ClassVar[str] = "sglang"
     generate_path: ClassVar[str] = "/generate"
+    enforcement_fix: ClassVar[str] = (
+        "SGLang started with --reasoning-parser applies the grammar only after the model ends "
+        "its reasoning, and --grammar-backend none applies none: start SGLang without "
+        "--reasoning-parser and with a grammar backend (xgrammar by default)"
+    )
 
     def __init__(self, *, output_mode: OutputMode = "auto") -> None:
         self.output_mode: OutputMode = output_mode
+
+    @classmethod
+    def add_arguments(cls, parser: argparse.ArgumentParser) -> None:
+        parser.add_argument(
+            "--sglang-output",
+            choices=("auto", "cumulative", "incremental"),
+            default="auto",
+            help="SGLang only: how the engine streams `text` (default: detect)",
+        )
+
+    @classmethod
+    def from_arguments(cls, args: argparse.Namespace) -> Self:
+        return cls(output_mode=args.sglang_output)
 
     def build_body(self, request: EngineRequest) -> dict[str, Any]:
         params = sampling_fields(request.sampling, _SAMPLING)

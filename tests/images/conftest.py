@@ -1,7 +1,7 @@
-"""Image tests: real Docker engine, real BuildKit. Slow, so they run in `nox -s images`.
+"""Image tests: real Docker daemon, real BuildKit. Slow, so they run in `nox -s images`.
 
 Tests marked `docker` here are skipped unless SIDECAR_FORGE_IMAGE_TESTS=1 (the `images` session
-sets it; `nox -s test` runs three times and leaves them out). With no engine reachable they skip
+sets it; `nox -s test` runs three times and leaves them out). With no daemon reachable they skip
 with the reason, unless SIDECAR_FORGE_REQUIRE_DOCKER=1 (CI), where that is a failure.
 """
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from images_support import ROOT, build_images, selected_targets
 
-from buildtool.images.engine import Engine, connect
+from buildtool.images.daemon import Daemon, connect
 from buildtool.images.targets import image_tag
 
 HERE = Path(__file__).resolve().parent
@@ -35,12 +35,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture(scope="session")
-def engine() -> Iterator[Engine]:
+def daemon() -> Iterator[Daemon]:
     found = connect(None, dict(os.environ))
     if found is None:
         where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
         message = (
-            f"no Docker engine reachable at {where}: start one with scripts/setup-host.sh "
+            f"no Docker daemon reachable at {where}: start one with scripts/setup-host.sh "
             "(dockerd), or point DOCKER_HOST at one"
         )
         if os.environ.get(REQUIRE) == "1":
@@ -51,7 +51,7 @@ def engine() -> Iterator[Engine]:
 
 
 @pytest.fixture(scope="session")
-def sidecar_images(engine: Engine) -> dict[str, str]:
+def sidecar_images(daemon: Daemon) -> dict[str, str]:
     """The images of this checkout (`buildtool images build`; cached after `nox -s build`).
 
     CI builds one sidecar per job: SIDECAR_FORGE_IMAGE_TARGETS (comma-separated, e.g. `vllm`)
@@ -62,5 +62,5 @@ def sidecar_images(engine: Engine) -> dict[str, str]:
     build_images(ROOT, *targets, *extra)
     tags = {target: image_tag(target) for target in targets}
     for tag in tags.values():
-        assert engine.image_exists(tag), tag
+        assert daemon.image_exists(tag), tag
     return tags

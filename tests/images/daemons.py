@@ -1,14 +1,14 @@
 """A second machine on this host: Debian's docker-registry on loopback and a second dockerd.
 
-Used by tests/images/test_second_engine.py and benchmarks/bench_images.py. Both daemons are started
+Used by tests/images/test_second_daemon.py and benchmarks/bench_images.py. Both daemons are started
 here and stopped here (by their own process, never by name), and leave nothing behind:
 
 - the registry: `docker-registry serve CONFIG`, on 127.0.0.1 at a free port (a loopback registry
   needs no TLS), storage in a temporary folder;
-- the engine: `dockerd` with its own --data-root, --exec-root, --pidfile and unix socket, and a
+- the daemon: `dockerd` with its own --data-root, --exec-root, --pidfile and unix socket, and a
   bridge of its own made with `ip link add … type bridge` on its own /24, `--iptables=false
   --ip-masq=false --ip-forward=false`. Never `--bridge none`: such a daemon deletes the first
-  engine's docker0 at start-up, and the first engine's builds then fail.
+  daemon's docker0 at start-up, and the first daemon's builds then fail.
 """
 
 from __future__ import annotations
@@ -112,11 +112,11 @@ def _used_subnets() -> str:
     return subprocess.run(["ip", "-4", "addr"], capture_output=True, text=True, check=True).stdout
 
 
-class SecondEngine:
-    """`with SecondEngine() as b:` b.host is `unix://…/docker.sock`, an empty engine."""
+class SecondDaemon:
+    """`with SecondDaemon() as b:` b.host is `unix://…/docker.sock`, an empty daemon."""
 
     def __init__(self) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="sf-engine-", dir="/var/tmp"))
+        self.root = Path(tempfile.mkdtemp(prefix="sf-daemon-", dir="/var/tmp"))
         self.socket = self.root / "docker.sock"
         self.host = f"unix://{self.socket}"
         self.bridge = "sfb" + secrets.token_hex(4)  # at most 15 characters
@@ -131,7 +131,7 @@ class SecondEngine:
     def _answers(self) -> bool:
         return self.socket.exists() and self.docker("info", check=False).returncode == 0
 
-    def __enter__(self) -> SecondEngine:
+    def __enter__(self) -> SecondDaemon:
         used = _used_subnets()
         third = next(n for n in range(213, 254) if f" 10.{n}.77." not in used)
         subprocess.run(["ip", "link", "add", self.bridge, "type", "bridge"], check=True)
@@ -145,7 +145,7 @@ class SecondEngine:
             f"--exec-root={self.root / 'exec'}",
             f"--pidfile={self.root / 'dockerd.pid'}",
             f"--host={self.host}",
-            f"--bridge={self.bridge}",  # never "none": that deletes the first engine's docker0
+            f"--bridge={self.bridge}",  # never "none": that deletes the first daemon's docker0
             "--iptables=false",
             "--ip-masq=false",
             "--ip-forward=false",
@@ -195,7 +195,7 @@ def _unmount_below(root: Path) -> None:
 def buildtool_images(
     workspace: Path, *args: str, docker_host: str | None = None, timeout: float = 1500
 ) -> tuple[float, subprocess.CompletedProcess[str]]:
-    """`buildtool images build` on `workspace` against an engine; (seconds, result). Raises with
+    """`buildtool images build` on `workspace` against a daemon; (seconds, result). Raises with
     the output when it fails."""
     env = dict(os.environ)
     if docker_host:
@@ -210,7 +210,7 @@ def cache_from_args(refs: Sequence[str]) -> list[str]:
 
 
 def remove_tags_under(docker_host: str | None, prefix: str) -> None:
-    """Remove the local tags a push made (`prefix/...`) from an engine; images stay if other
+    """Remove the local tags a push made (`prefix/...`) from a daemon; images stay if other
     tags still name them."""
     argv = [DOCKER, *(["-H", docker_host] if docker_host else []), "images", "--format"]
     listed = subprocess.run(

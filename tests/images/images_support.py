@@ -15,7 +15,7 @@ import httpx
 
 from buildtool.images import plainlog
 from buildtool.images.context import top_level_whitelist
-from buildtool.images.engine import Engine
+from buildtool.images.daemon import Daemon
 from buildtool.images.targets import TARGETS, parse_targets
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -80,20 +80,20 @@ def build_log_steps(workspace: Path, target: str) -> list[plainlog.Step]:
     )
 
 
-def read_in_image(engine: Engine, tag: str, module: str) -> str:
+def read_in_image(daemon: Daemon, tag: str, module: str) -> str:
     """The installed source of `module` inside the image (no import of the module itself)."""
     code = (
         "import importlib.util, sys; "
         f"spec = importlib.util.find_spec({module!r}); "
         "sys.stdout.write(open(spec.origin, encoding='utf-8').read())"
     )
-    out = engine.sdk.containers.run(tag, ["-c", code], entrypoint="python3", remove=True)
+    out = daemon.sdk.containers.run(tag, ["-c", code], entrypoint="python3", remove=True)
     return bytes(out).decode()
 
 
-def bridge_gateway(engine: Engine) -> str:
+def bridge_gateway(daemon: Daemon) -> str:
     """The host's address on Docker's default bridge, where containers reach host servers."""
-    config = engine.sdk.networks.get("bridge").attrs["IPAM"]["Config"][0]
+    config = daemon.sdk.networks.get("bridge").attrs["IPAM"]["Config"][0]
     if config.get("Gateway"):
         return str(config["Gateway"])
     network = ipaddress.ip_network(config["Subnet"])

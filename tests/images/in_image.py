@@ -31,7 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))  # buildtool, when run as a script from a nox venv
 
-from buildtool.images.engine import Engine, connect  # noqa: E402
+from buildtool.images.daemon import Daemon, connect  # noqa: E402
 from buildtool.images.targets import image_tag  # noqa: E402
 from buildtool.images.wheelhouse import pip_platform_tags  # noqa: E402
 
@@ -59,8 +59,8 @@ WHERE_FROM = (
 )
 
 
-def image_platform(engine: Engine, image: str) -> str:
-    attrs = engine.sdk.images.get(image).attrs
+def image_platform(daemon: Daemon, image: str) -> str:
+    attrs = daemon.sdk.images.get(image).attrs
     return f"{attrs.get('Os', 'linux')}/{attrs['Architecture']}"
 
 
@@ -90,7 +90,7 @@ def tools_for(platform: str, dest: Path = DEPS_CACHE) -> Path:
 
 
 def run(
-    engine: Engine,
+    daemon: Daemon,
     image: str,
     command: str,
     deps: Path,
@@ -111,7 +111,7 @@ def run(
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         volumes[str(out)] = {"bind": "/out", "mode": "rw"}
-    container = engine.sdk.containers.run(
+    container = daemon.sdk.containers.run(
         image,
         ["-c", PREAMBLE + f"python3 -c {_quote(WHERE_FROM)}; " + command],
         entrypoint="/bin/sh",
@@ -154,21 +154,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--workers", default="2", help="pytest-xdist workers (-n)")
     ap.add_argument("paths", nargs="*", default=list(SUITES), help="test paths under tests/")
     args = ap.parse_args(argv)
-    engine = connect(None, dict(os.environ))
-    if engine is None:
-        print("in-image: no Docker engine reachable (scripts/setup-host.sh starts one)")
+    daemon = connect(None, dict(os.environ))
+    if daemon is None:
+        print("in-image: no Docker daemon reachable (scripts/setup-host.sh starts one)")
         return 2
-    if not engine.image_exists(args.image):
+    if not daemon.image_exists(args.image):
         print(f"in-image: image {args.image} not found: build it first (nox -s build)")
         return 2
-    deps = tools_for(image_platform(engine, args.image))
+    deps = tools_for(image_platform(daemon, args.image))
     out = ROOT / ".reports" / "test-image"
     report = out / "junit.xml"
     report.unlink(missing_ok=True)
     paths = " ".join(_quote(p) for p in args.paths)
     pytest: list[Any] = ["python3 -m pytest -p no:cacheprovider -q -rfE"]
     pytest += [f"-n {_quote(args.workers)} --junitxml=/out/junit.xml {paths}"]
-    status, _ = run(engine, args.image, " ".join(pytest), deps, out=out)
+    status, _ = run(daemon, args.image, " ".join(pytest), deps, out=out)
     if not report.is_file():
         print(f"in-image: pytest wrote no report (exit status {status})")
         return status or 1

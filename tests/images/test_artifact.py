@@ -112,3 +112,30 @@ def test_builders_sharing_the_folder_build_once_per_change(tmp_path: Path) -> No
     (wheel,) = (cache / "dist").glob("*.whl")
     with zipfile.ZipFile(wheel) as zf:
         assert zf.read("parsers/errors.py").decode() == new
+
+
+def _fresh_wheel_declaring(tmp_path: Path, scripts: list[str]) -> tuple[Path, Path]:
+    ws, dist = workspace_with_wheel(tmp_path, T, T + 10)
+    wheel = next(dist.glob("*.whl"))
+    with zipfile.ZipFile(wheel, "w") as zf:
+        lines = "".join(f"{s} = sidecar.cli:main\n" for s in scripts)
+        zf.writestr("sidecar_forge-0.1.0.dist-info/entry_points.txt", f"[console_scripts]\n{lines}")
+    os.utime(wheel, ns=(T + 10, T + 10))
+    return ws, dist
+
+
+def test_without_sidecar_options_every_sidecar_script_is_checked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ws, dist = _fresh_wheel_declaring(tmp_path, ["sidecar-vllm"])
+    monkeypatch.chdir(ws)
+    argv = ["--build-dir", str(tmp_path / "build"), "--dist-dir", str(dist)]
+    assert artifact.main([*argv, "--sidecar", "vllm"]) == 0
+    assert artifact.main(argv) == 1
+    assert "declares no console script `sidecar-sglang`" in capsys.readouterr().err
+    (ws2, dist2) = _fresh_wheel_declaring(
+        tmp_path / "all", [f"sidecar-{n}" for n in artifact.SIDECARS]
+    )
+    monkeypatch.chdir(ws2)
+    assert artifact.main(["--build-dir", str(tmp_path / "b2"), "--dist-dir", str(dist2)]) == 0
+    assert artifact.REUSED in capsys.readouterr().out

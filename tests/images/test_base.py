@@ -12,7 +12,7 @@ from buildtool.images.base import (
     phase_of,
     pinned_by_digest,
 )
-from buildtool.images.engine import split_reference
+from buildtool.images.daemon import split_reference
 from buildtool.images.targets import DEFAULT_BASE_IMAGE
 from buildtool.images.ui import ListReporter
 
@@ -43,8 +43,8 @@ def test_split_reference_pulls_by_digest() -> None:
     assert split_reference("x/base") == ("x/base", "latest")
 
 
-class _Engine:
-    """Only what `ensure_base_image` asks of the engine; records pulls."""
+class _Daemon:
+    """Only what `ensure_base_image` asks of the daemon; records pulls."""
 
     def __init__(self) -> None:
         self.pulled: list[str] = []
@@ -58,18 +58,19 @@ class _Engine:
 
 def test_default_base_is_never_pulled(monkeypatch: pytest.MonkeyPatch) -> None:
     made: list[str] = []
-    monkeypatch.setattr(base, "bootstrap", lambda eng, docker, spec, report: made.append(spec.name))
-    eng = _Engine()
+    monkeypatch.setattr(base, "bootstrap", lambda d, docker, spec, report: made.append(spec.name))
+    daemon = _Daemon()
     report = ListReporter()
-    action = base.ensure_base_image(eng, "docker", BaseImageSpec(DEFAULT_BASE_IMAGE), report)  # type: ignore[arg-type]
+    action = base.ensure_base_image(daemon, "docker", BaseImageSpec(DEFAULT_BASE_IMAGE), report)  # type: ignore[arg-type]
     assert action is BaseAction.BOOTSTRAP and made == [DEFAULT_BASE_IMAGE]
-    assert eng.pulled == []
+    assert daemon.pulled == []
     assert any("never pulled by a tag" in line for line in report.lines)
     pinned = "python:3.11-slim-bookworm@sha256:" + "ef" * 32
-    assert base.ensure_base_image(eng, "docker", BaseImageSpec(pinned), report) is BaseAction.PULL  # type: ignore[arg-type]
-    assert eng.pulled == [pinned] and made == [DEFAULT_BASE_IMAGE]
+    action = base.ensure_base_image(daemon, "docker", BaseImageSpec(pinned), report)  # type: ignore[arg-type]
+    assert action is BaseAction.PULL
+    assert daemon.pulled == [pinned] and made == [DEFAULT_BASE_IMAGE]
     with pytest.raises(base.BaseImageError, match="--no-pull"):
-        base.ensure_base_image(eng, "docker", BaseImageSpec(pinned, allow_pull=False), report)  # type: ignore[arg-type]
+        base.ensure_base_image(daemon, "docker", BaseImageSpec(pinned, allow_pull=False), report)  # type: ignore[arg-type]
 
 
 def test_the_base_is_slim_and_python_only() -> None:

@@ -1,6 +1,6 @@
-"""No engine reachable: `buildtool images build` builds the wheels with the helper's local mode.
+"""No daemon reachable: `buildtool images build` builds the wheels with the helper's local mode.
 
-Real setuptools builds on a copy of the workspace; the engine is made unreachable by pointing
+Real setuptools builds on a copy of the workspace; the daemon is made unreachable by pointing
 DOCKER_HOST at a socket that does not exist.
 """
 
@@ -42,7 +42,7 @@ def test_local_mode_builds_new_bytes_and_leaves_the_checkout_alone(tmp_path: Pat
     sync(ROOT, ws)
     cache_home = tmp_path / "cache"
     first = run_local(ws, cache_home)
-    assert "no Docker engine reachable" in first.stderr and "local mode" in first.stderr
+    assert "no Docker daemon reachable" in first.stderr and "local mode" in first.stderr
     wheel = (
         default_local_cache(ws, cache_home)
         / "vllm"

@@ -65,7 +65,7 @@ def test_entries_sorted_with_kind_mode_owner_and_hash() -> None:
 
 def test_runtime_injected_files_are_the_only_exclusions() -> None:
     base = manifest_of(*BASE)
-    # what the engine writes into each container differs; nothing else does: equal manifests
+    # what the daemon writes into each container differs; nothing else does: equal manifests
     other = [
         (n, k, c + "other" if n in ("etc/hosts", "etc/hostname", "etc/resolv.conf") else c, m, u)
         for n, k, c, m, u in BASE

@@ -1,6 +1,6 @@
 """`--push`, `--cache-from-pushed`, labels and the buildx base guard: the pure parts.
 
-The real registry and second engine are in test_second_engine.py (`nox -s images`).
+The real registry and second daemon are in test_second_daemon.py (`nox -s images`).
 """
 
 from __future__ import annotations
@@ -58,12 +58,9 @@ def test_cache_from_pushed_names_every_image_and_copied_from_stage() -> None:
 
 
 def test_stages_pushed_with_a_target_are_the_ones_it_copies_from() -> None:
-    assert stages_for(("sidecar-sglang",)) == ("helper-tests", "build-sglang")
-    assert stages_for(("sidecar-vllm", "sidecar-trtllm")) == (
-        "helper-tests",
-        "build-vllm",
-        "build-trtllm",
-    )
+    assert stages_for(("sidecar-sglang",)) == ("helper-tests", "build-wheel")
+    assert stages_for(("sidecar-vllm", "sidecar-trtllm")) == ("helper-tests", "build-wheel")
+    assert stages_for(()) == ()
     text = (ROOT / "Dockerfile").read_text()
     for stage in CACHE_STAGES:
         assert f"COPY --from={stage} " in text  # each is really copied from
@@ -103,7 +100,7 @@ def test_labels_are_passed_and_checked() -> None:
 
 def test_a_builder_that_cannot_see_local_images_needs_a_pinned_base() -> None:
     check_base_visible(None, "sidecar-forge/base:bookworm-slim")  # the built-in client
-    check_base_visible("docker", "sidecar-forge/base:bookworm-slim")  # the engine's own
+    check_base_visible("docker", "sidecar-forge/base:bookworm-slim")  # the daemon's own
     check_base_visible("docker-container", PINNED)
     with pytest.raises(BuildError, match="by its tag"):
         check_base_visible("docker-container", "sidecar-forge/base:bookworm-slim")

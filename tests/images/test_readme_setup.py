@@ -3,9 +3,9 @@
 The container has Debian's own, externally managed python3 (PEP 668: no `pip install` outside a
 venv) and no pip at all. It clones a copy of this checkout's HEAD, then runs README's two
 commands, read from README itself: the set-up (with SIDECAR_FORGE_NO_ENGINE=1, since there is no
-Docker engine inside, so the build step makes the sidecars' wheels in local mode) and the test
+Docker daemon inside, so the build step makes the sidecars' wheels in local mode) and the test
 command as README gives it: the whole `nox -s test`, on Debian 12's own python3 (3.11.2, the
-images' Python). Tests that need a Docker engine skip there with their reason. Slow (packages
+images' Python). Tests that need a Docker daemon skip there with their reason. Slow (packages
 and wheels are downloaded, then the whole suite runs): it runs in `nox -s images`.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from images_support import ROOT
 
-from buildtool.images.engine import Engine
+from buildtool.images.daemon import Daemon
 from buildtool.images.targets import DEFAULT_BASE_IMAGE
 
 
@@ -38,7 +38,7 @@ def test_readme_has_exactly_two_commands() -> None:
 @pytest.mark.docker
 @pytest.mark.slow
 def test_readme_steps_in_a_clean_bookworm_container(
-    engine: Engine, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    daemon: Daemon, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     setup, test = readme_commands()
     repo = tmp_path / "repo"
@@ -67,7 +67,7 @@ echo README-STEPS-OK
             "SSL_CERT_FILE": "/etc/ssl/host-ca.crt",
             "PIP_CERT": "/etc/ssl/host-ca.crt",
         }
-    container = engine.sdk.containers.run(
+    container = daemon.sdk.containers.run(
         DEFAULT_BASE_IMAGE,
         ["bash", "-c", script],
         volumes=volumes,
@@ -82,7 +82,7 @@ echo README-STEPS-OK
     tail = "\n".join(log.splitlines()[-60:])
     assert status["StatusCode"] == 0, tail
     assert "setup: installing nox" in log  # into the venv the script made, not Debian's python
-    assert "built locally (no Docker engine reachable" in log  # the build step ran
+    assert "built locally (no Docker daemon reachable" in log  # the build step ran
     summary = re.findall(r"^=+ (.*\d+ passed.*) in [\d.]+s", log, flags=re.M)
     assert summary and "failed" not in summary[-1] and "error" not in summary[-1], tail
     assert "README-STEPS-OK" in log

@@ -1,7 +1,7 @@
-"""Reproducible, slim images on the real engine.
+"""Reproducible, slim images on the real daemon.
 
 - Two `--no-cache` builds of each image give identical file manifests (path, kind, mode, owner,
-  sha256 of content or link target); only the engine's runtime-injected files are left out.
+  sha256 of content or link target); only the daemon's runtime-injected files are left out.
 - Each image is at most 150 MB and the three share every layer but their last.
 Both print what they measured (run with -s, or read the report's captured output).
 """
@@ -15,7 +15,7 @@ import pytest
 from images_support import ROOT, build_images
 
 from buildtool.images import manifest
-from buildtool.images.engine import Engine
+from buildtool.images.daemon import Daemon
 from buildtool.images.targets import TARGETS, image_tag
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow]
@@ -25,22 +25,22 @@ PREFIX = "sidecar-forge-test"
 
 
 @pytest.fixture
-def two_tags(engine: Engine) -> Iterator[tuple[str, str]]:
+def two_tags(daemon: Daemon) -> Iterator[tuple[str, str]]:
     tags = ("repro-a-" + secrets.token_hex(3), "repro-b-" + secrets.token_hex(3))
     yield tags
     for tag in tags:
         for target in TARGETS:
             name = image_tag(target, PREFIX, tag)
-            if engine.image_exists(name):
-                engine.sdk.images.remove(name, force=True)
+            if daemon.image_exists(name):
+                daemon.sdk.images.remove(name, force=True)
 
 
-def test_two_clean_builds_give_identical_files(engine: Engine, two_tags: tuple[str, str]) -> None:
+def test_two_clean_builds_give_identical_files(daemon: Daemon, two_tags: tuple[str, str]) -> None:
     for tag in two_tags:
         build_images(ROOT, "--no-cache", "--tag-prefix", PREFIX, "--tag", tag)
     for target in TARGETS:
         first, second = (
-            manifest.of_image(engine.sdk, image_tag(target, PREFIX, tag)) for tag in two_tags
+            manifest.of_image(daemon.sdk, image_tag(target, PREFIX, tag)) for tag in two_tags
         )
         differing = manifest.differences(first, second)
         files = sum(1 for e in first if e.kind in "fh")
@@ -50,11 +50,11 @@ def test_two_clean_builds_give_identical_files(engine: Engine, two_tags: tuple[s
 
 
 def test_images_are_slim_and_share_all_but_their_last_layer(
-    engine: Engine, sidecar_images: dict[str, str]
+    daemon: Daemon, sidecar_images: dict[str, str]
 ) -> None:
     layers = {}
     for target, tag in sidecar_images.items():
-        attrs = engine.sdk.images.get(tag).attrs
+        attrs = daemon.sdk.images.get(tag).attrs
         layers[target] = list(attrs["RootFS"]["Layers"])
         size = int(attrs["Size"])
         print(f"{tag}: {size / 1e6:.1f} MB, {len(layers[target])} layers")
@@ -66,13 +66,13 @@ def test_images_are_slim_and_share_all_but_their_last_layer(
 
 
 def test_runtime_venv_holds_only_runtime_dependencies(
-    engine: Engine, sidecar_images: dict[str, str]
+    daemon: Daemon, sidecar_images: dict[str, str]
 ) -> None:
     code = (
         "import importlib.metadata as m; "
         "print(' '.join(sorted(d.metadata['Name'].lower() for d in m.distributions())))"
     )
-    out = engine.sdk.containers.run(
+    out = daemon.sdk.containers.run(
         sidecar_images["sidecar-vllm"], ["-c", code], entrypoint="python3", remove=True
     )
     installed = set(bytes(out).decode().split())
@@ -91,7 +91,7 @@ def test_runtime_venv_holds_only_runtime_dependencies(
         assert unwanted not in installed, installed
     assert {"starlette", "uvicorn", "httptools", "jinja2", "sidecar-forge"} <= installed
     # the project's own build tool is in its wheel, but not in the images
-    found = engine.sdk.containers.run(
+    found = daemon.sdk.containers.run(
         sidecar_images["sidecar-vllm"],
         [
             "-c",
@@ -108,7 +108,7 @@ def test_runtime_venv_holds_only_runtime_dependencies(
         "find /usr/share/doc -type f ! -name copyright | wc -l; "
         "find /usr/share/doc -name copyright | wc -l"
     )
-    listing = engine.sdk.containers.run(
+    listing = daemon.sdk.containers.run(
         sidecar_images["sidecar-vllm"], ["-c", script], entrypoint="sh", remove=True
     )
     manuals, docs, copyrights = (int(n) for n in bytes(listing).decode().split())

@@ -17,7 +17,7 @@ import pytest
 from images_support import ROOT
 from in_image import image_platform, run, tools_for
 
-from buildtool.images.engine import Engine
+from buildtool.images.daemon import Daemon
 
 CORPUS = "tests/parsers/corpus.py"
 
@@ -25,11 +25,11 @@ CORPUS = "tests/parsers/corpus.py"
 @pytest.mark.docker
 @pytest.mark.slow
 def test_the_image_parses_every_corpus_case_as_the_host(
-    engine: Engine, sidecar_images: dict[str, str], capsys: pytest.CaptureFixture[str]
+    daemon: Daemon, sidecar_images: dict[str, str], capsys: pytest.CaptureFixture[str]
 ) -> None:
     image = next(iter(sidecar_images.values()))
-    deps = tools_for(image_platform(engine, image))
-    status, shipped = run(engine, image, f"python3 {CORPUS}", deps, echo=False)
+    deps = tools_for(image_platform(daemon, image))
+    status, shipped = run(daemon, image, f"python3 {CORPUS}", deps, echo=False)
     assert status == 0, shipped[-3000:]
     host = subprocess.run(
         [sys.executable, str(ROOT / CORPUS)], capture_output=True, text=True, check=True

@@ -17,7 +17,7 @@ import openai
 import pytest
 from images_support import bridge_gateway, published_port, wait_health, wait_live
 
-from buildtool.images.engine import Engine
+from buildtool.images.daemon import Daemon
 from buildtool.images.targets import SIDECARS, image_tag
 from sidecar.fake_engine import FakeEngine, RunningServer, Script, serve_in_thread
 
@@ -54,15 +54,15 @@ def pick(running: dict[str, Running], kind: str) -> Running:
 
 
 @pytest.fixture(scope="module")
-def running(engine: Engine, sidecar_images: dict[str, str]) -> Iterator[dict[str, Running]]:
+def running(daemon: Daemon, sidecar_images: dict[str, str]) -> Iterator[dict[str, Running]]:
     """All three images started at once, each in front of its own fake engine on the host."""
-    gateway = bridge_gateway(engine)
+    gateway = bridge_gateway(daemon)
     started: dict[str, Running] = {}
     try:
         for kind in (t.removeprefix("sidecar-") for t in sidecar_images):
             fake = FakeEngine(kind, default=Script(TOOL_OUTPUT))
             server = serve_in_thread(fake.app, host=gateway)
-            container = engine.sdk.containers.run(
+            container = daemon.sdk.containers.run(
                 image_tag(f"sidecar-{kind}"),
                 ["--engine-url", server.url, "--model", MODEL, "--tool-call-parser", "hermes"],
                 detach=True,
@@ -145,10 +145,10 @@ def test_metrics_count_the_smoke_requests(running: dict[str, Running]) -> None:
 
 
 def test_bad_configuration_exits_before_listening(
-    engine: Engine, sidecar_images: dict[str, str]
+    daemon: Daemon, sidecar_images: dict[str, str]
 ) -> None:
     """Settings are validated at startup inside the image too: the variable is named."""
-    container = engine.sdk.containers.run(
+    container = daemon.sdk.containers.run(
         next(iter(sidecar_images.values())),
         ["--engine-url", "http://127.0.0.1:9", "--model", MODEL, "--tool-call-parser", "hermes"],
         environment={"DYN_PARSER_VERSION": "7"},

@@ -8,9 +8,8 @@ from pathlib import Path
 
 import isolation_probe  # imported by each child itself, under the child's environment
 import pytest
-from parser_modes import MODE_VARIABLES  # this project's isolated_inherit
+from parser_modes import MODE_VARIABLES, PARSER_MODES  # this project's isolated_inherit
 
-from buildtool.isolation import PARSER_MODES
 from buildtool.isolation.environ import ALLOWED_NAMES, ALLOWED_PREFIXES
 
 pytest_plugins = ["pytester"]

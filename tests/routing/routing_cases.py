@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from buildtool.isolation import PARSER_MODES
+from parser_modes import PARSER_MODES
 
 # The per-family call markup comes from the parser suite's shared samples (verified there);
 # their modules import each other as the top-level package `parser_samples`.
@@ -72,7 +72,7 @@ SHAPES: dict[str, dict[str, Any]] = {
 }
 FORCED = {"required", "named"}
 
-# The variant ids of `buildtool.isolation.PARSER_MODES` -> the DYN_PARSER_VERSION they set.
+# The variant ids of `parser_modes.PARSER_MODES` -> the DYN_PARSER_VERSION they set.
 MODE_VALUE: dict[str, str | None] = {"unset": None, "v1": "1", "v2": "2"}
 # Plus `session`: no env of its own, so the suite's mode (nox -s test-v1 / test-v2) applies;
 # that variant is what still runs, and means something, under --parser-mode-only.

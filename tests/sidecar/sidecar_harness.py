@@ -10,13 +10,12 @@ from sidecar.app import build_app
 from sidecar.config import SidecarConfig, Timeouts
 from sidecar.engines import ENGINES
 from sidecar.engines.base import EngineAdapter
-from sidecar.engines.sglang import SGLangAdapter
 from sidecar.fake_engine import FakeEngine, RunningServer, serve_in_thread
 from sidecar.prompt import ChatTemplate
 from sidecar.server import server_options
 from sidecar.structural import ForcedChoice
 
-KINDS = ("vllm", "sglang", "trtllm")
+KINDS = tuple(ENGINES)  # each needs a fake engine of its kind (sidecar.fake_engine)
 MODEL = "fake-model"
 
 
@@ -74,7 +73,7 @@ class Deployment:
 
 
 def adapter_for(kind: str) -> EngineAdapter:
-    return SGLangAdapter() if kind == "sglang" else ENGINES[kind]()
+    return ENGINES[kind]()
 
 
 def deploy(

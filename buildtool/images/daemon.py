@@ -1,4 +1,4 @@
-"""The Docker engine, through the Docker SDK for Python: reachability, images, sizes.
+"""The Docker daemon, through the Docker SDK for Python: reachability, images, sizes.
 
 The SDK's own `images.build` uses the legacy builder (no `RUN --mount`), so builds go through a
 BuildKit client on the command line (see `client.py`); everything else goes through the SDK.
@@ -15,8 +15,8 @@ import docker.errors
 
 
 @dataclass(frozen=True)
-class EngineInfo:
-    """What the build driver reports about the engine it talks to."""
+class DaemonInfo:
+    """What the build driver reports about the daemon it talks to."""
 
     version: str
     api_version: str
@@ -24,10 +24,10 @@ class EngineInfo:
     arch: str
 
 
-class Engine:
-    """A reachable engine; create with `connect()`."""
+class Daemon:
+    """A reachable daemon; create with `connect()`."""
 
-    def __init__(self, client: Any, info: EngineInfo) -> None:
+    def __init__(self, client: Any, info: DaemonInfo) -> None:
         self._client = client
         self.info = info
 
@@ -60,7 +60,7 @@ class Engine:
 
 def split_reference(name: str) -> tuple[str, str]:
     """`repo:tag` -> (repo, tag); `repo[:tag]@sha256:…` -> (repo, digest): a digest wins (the
-    engine pulls by digest and ignores a tag beside it); no tag -> `latest`."""
+    daemon pulls by digest and ignores a tag beside it); no tag -> `latest`."""
     if "@" in name:
         repository, _, digest = name.partition("@")
         last = repository.split("/")[-1]
@@ -79,10 +79,10 @@ def connect(
     environ: Mapping[str, str] | None = None,
     timeout: int = 10,
     operation_timeout: int = 300,
-) -> Engine | None:
-    """The engine at `base_url`, else where `environ` (DOCKER_HOST, DOCKER_TLS_VERIFY, ...) says,
+) -> Daemon | None:
+    """The daemon at `base_url`, else where `environ` (DOCKER_HOST, DOCKER_TLS_VERIFY, ...) says,
     else the default socket; None when it does not answer a ping within `timeout` seconds.
-    Later calls may take up to `operation_timeout`: a busy engine (builds running) can spend
+    Later calls may take up to `operation_timeout`: a busy daemon (builds running) can spend
     longer than the ping's 10 s removing or importing a large image, or starting a container."""
     try:
         client = (
@@ -95,10 +95,10 @@ def connect(
     except (docker.errors.DockerException, OSError):
         return None
     client.api.timeout = operation_timeout
-    info = EngineInfo(
+    info = DaemonInfo(
         version=str(version.get("Version", "?")),
         api_version=str(version.get("ApiVersion", "?")),
         os=str(version.get("Os", "?")),
         arch=str(version.get("Arch", "?")),
     )
-    return Engine(client, info)
+    return Daemon(client, info)

@@ -1,10 +1,10 @@
-"""One machine builds and pushes, another reuses: a real registry and a second Docker engine.
+"""One machine builds and pushes, another reuses: a real registry and a second Docker daemon.
 
-The first engine builds with `--push 127.0.0.1:PORT/sidecar-forge` (Debian's docker-registry,
+The first daemon builds with `--push 127.0.0.1:PORT/sidecar-forge` (Debian's docker-registry,
 started here on loopback). A second dockerd (own data root and socket, an empty store, its own
 bridge) then builds the same source twice:
 - cold, with nothing but the base image, pulled by the digest the push printed: its images hold
-  the same files as the first engine's (builds on two engines are reproducible);
+  the same files as the first daemon's (builds on two daemons are reproducible);
 - after emptying its store again, with `--cache-from-pushed` (the pushed images and the cache
   images of the stages they copy from): every Dockerfile step is CACHED (none whose inputs did
   not change is rebuilt; no wheel is built) and the files are again the same.
@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from daemons import (
     Registry,
-    SecondEngine,
+    SecondDaemon,
     buildtool_images,
     missing_tools,
     remove_tags_under,
@@ -33,7 +33,7 @@ from images_support import ROOT, build_log_steps, copy_workspace
 from buildtool.images import manifest, plainlog
 from buildtool.images.artifact import MARKER
 from buildtool.images.build import CACHE_STAGES, stage_cache_tag
-from buildtool.images.engine import Engine, connect
+from buildtool.images.daemon import Daemon, connect
 from buildtool.images.push import content_tag
 from buildtool.images.targets import TARGETS, image_tag
 
@@ -41,23 +41,23 @@ pytestmark = [pytest.mark.docker, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def machines(engine: Engine) -> Iterator[tuple[Registry, SecondEngine]]:
+def machines(daemon: Daemon) -> Iterator[tuple[Registry, SecondDaemon]]:
     missing = missing_tools()
     if missing:
         message = f"needs {', '.join(missing)}: run scripts/setup-registry-test.sh"
         if os.environ.get("SIDECAR_FORGE_REQUIRE_DOCKER") == "1":
             pytest.fail(message)
         pytest.skip(message)
-    with Registry() as registry, SecondEngine() as second:
+    with Registry() as registry, SecondDaemon() as second:
         yield registry, second
 
 
-def manifests(engine: Engine, tag: str) -> dict[str, list[manifest.ManifestEntry]]:
-    return {t: manifest.of_image(engine.sdk, image_tag(t, tag=tag)) for t in TARGETS}
+def manifests(daemon: Daemon, tag: str) -> dict[str, list[manifest.ManifestEntry]]:
+    return {t: manifest.of_image(daemon.sdk, image_tag(t, tag=tag)) for t in TARGETS}
 
 
-def test_second_engine_builds_from_the_pushed_cache(
-    engine: Engine, machines: tuple[Registry, SecondEngine], tmp_path: Path
+def test_second_daemon_builds_from_the_pushed_cache(
+    daemon: Daemon, machines: tuple[Registry, SecondDaemon], tmp_path: Path
 ) -> None:
     registry, second = machines
     prefix = f"{registry.address}/sidecar-forge"
@@ -65,13 +65,13 @@ def test_second_engine_builds_from_the_pushed_cache(
     try:
         buildtool_images(ROOT, "--push", prefix, "--tag", tag)
         pushed = json.loads((ROOT / ".reports" / "images" / "pushed.json").read_text())
-        ours = manifests(engine, tag)
+        ours = manifests(daemon, tag)
     finally:
         local = [image_tag(t, tag=tag) for t in TARGETS]
         local += [stage_cache_tag("sidecar-forge", s, tag) for s in CACHE_STAGES]
         for name in local:
-            if engine.image_exists(name):
-                engine.sdk.images.remove(name, force=True)
+            if daemon.image_exists(name):
+                daemon.sdk.images.remove(name, force=True)
         remove_tags_under(None, registry.address)
     base = pushed["base"]
     assert pushed["cache_from_pushed"] == f"{prefix}:{tag}"
@@ -104,7 +104,7 @@ def test_second_engine_builds_from_the_pushed_cache(
         theirs_warm = manifests(other, "warm")
     finally:
         other.close()
-    print(f"second engine: cold {cold_s:.1f} s, with --cache-from {warm_s:.1f} s")
+    print(f"second daemon: cold {cold_s:.1f} s, with --cache-from {warm_s:.1f} s")
 
     for target in TARGETS:
         steps = build_log_steps(workspace, target)
@@ -117,6 +117,6 @@ def test_second_engine_builds_from_the_pushed_cache(
         for name, theirs in (("cold", theirs_cold), ("warm", theirs_warm)):
             differing = manifest.differences(ours[target], theirs[target])
             compared = f"{len(ours[target])} entries"
-            print(f"{target} ({name}) vs first engine: {compared}, {len(differing)} differ")
+            print(f"{target} ({name}) vs first daemon: {compared}, {len(differing)} differ")
             assert differing == [], "\n".join(differing[:20])
     assert "pushed" not in warm.stderr  # only the first machine pushed
