@@ -52,11 +52,11 @@ WORKDIR /src
 FROM tools AS helper-tests
 COPY pyproject.toml /src/
 COPY buildtool/ /src/buildtool/
-COPY tests/buildtool/ /src/tests/buildtool/
+COPY tests/buildtool/cache/ /src/tests/buildtool/cache/
 RUN python3 -B -m pytest -p no:cacheprovider -p buildtool.isolation.plugin -q \
         -m "not slow and not docker" \
-        tests/buildtool/test_cache_decision.py tests/buildtool/test_cache_inputs.py \
-        tests/buildtool/test_cache_python.py \
+        tests/buildtool/cache/test_cache_decision.py tests/buildtool/cache/test_cache_inputs.py \
+        tests/buildtool/cache/test_cache_python.py \
  && touch /helper-tests.ok
 
 # ---- Builder base: the workspace --------------------------------------------------------------
@@ -72,7 +72,7 @@ COPY . /src/
 # kept on the mount (only changed files are replaced and byte-compiled: buildtool/images/install.py)
 # and copied to /out (a root tree: /out/opt/venv/...), which each runtime target copies in one COPY.
 # `--drop buildtool`: the build tool is in the wheel but the sidecar never imports it, so the images
-# do not carry it. tests/images/test_dockerfile.py rejects a builder without the helper, another
+# do not carry it. tests/buildtool/images/test_dockerfile.py rejects a builder without the helper, another
 # cache id or another sharing mode.
 FROM builder-base AS build-wheel
 ARG TARGETARCH

@@ -50,7 +50,7 @@ def _pytest(
 @nox.session(python="3.11")
 def test(session: nox.Session) -> None:
     """The whole suite, with the parser mode the caller's environment gives."""
-    session.install(*CONSTRAINTS, "pip")  # tests/isolation/test_real_suites.py: pip download
+    session.install(*CONSTRAINTS, "pip")  # tests/buildtool/isolation/test_real_suites.py: pip download
     _pytest(session, {})
 
 
@@ -59,7 +59,7 @@ def test_plain(session: nox.Session) -> None:
     """The isolation and routing suites with every accelerator off (--isolated-plain): the
     plain path must pass on its own (docs/testing.md, "Accelerators"). The slow sdist
     comparison runs once, in `test`."""
-    tests = ("tests/isolation", "tests/routing")
+    tests = ("tests/buildtool/isolation", "tests/parsers/routing")
     args = ("-n", "auto", "-m", "not slow", *tests)
     _pytest(session, {}, default_args=args, extra=("--isolated-plain",))
 
@@ -93,11 +93,11 @@ def engine(session: nox.Session) -> None:
     """The sidecar in front of a real vLLM (CPU build, a tiny model made on the spot), checked
     with the `openai` client in every parser mode; prints the table of checks passed per mode
     (docs/testing.md, "A real engine"). vLLM's venv is installed once into a cache folder."""
-    harness = str(ROOT / "tests" / "engine" / "engine_harness.py")
+    harness = str(ROOT / "tests" / "sidecar" / "engine" / "engine_harness.py")
     _install(session, "test")
     session.run("python", harness)  # the engine venv and the model, timed on their own
     env = {"SIDECAR_FORGE_ENGINE_TESTS": "1"}
-    args = ("-p", "no:xdist", "-rfE", "--durations=5", "tests/engine")
+    args = ("-p", "no:xdist", "-rfE", "--durations=5", "tests/sidecar/engine")
     _pytest(session, env, default_args=args)
 
 
@@ -143,12 +143,12 @@ def build(session: nox.Session) -> None:
 
 @nox.session(name="test-image", python="3.11")
 def test_image(session: nox.Session) -> None:
-    """The parser, sidecar, routing and selection suites inside the built sidecar-vllm image, on
+    """The parser (routing and selection included) and sidecar suites inside the built sidecar-vllm image, on
     its own python3 (Debian 12's) and installed packages; after `nox -s build`. Arguments:
     test paths, or `--image NAME`."""
     _install(session, "test")
     session.install(*CONSTRAINTS, "pip")  # the test tools for the image: pip install --target
-    session.run("python", "tests/images/in_image.py", *session.posargs)
+    session.run("python", "tests/buildtool/images/in_image.py", *session.posargs)
 
 
 @nox.session(python="3.11")
@@ -158,4 +158,4 @@ def images(session: nox.Session) -> None:
     here."""
     session.install(*CONSTRAINTS, "pip")
     env = {"SIDECAR_FORGE_IMAGE_TESTS": "1", "SIDECAR_FORGE_REQUIRE_DOCKER": "1"}
-    _pytest(session, env, default_args=("-m", "docker", "tests/images"))
+    _pytest(session, env, default_args=("-m", "docker", "tests/buildtool/images"))

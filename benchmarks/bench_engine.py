@@ -2,9 +2,9 @@
 
     python benchmarks/bench_engine.py [--rounds 50] [--streams 64]
 
-One vLLM (CPU build, the tiny model of tests/engine, its engine venv; see docs/testing.md,
+One vLLM (CPU build, the tiny model of tests/sidecar/engine, its engine venv; see docs/testing.md,
 "A real engine") serves three front ends from the same engine, model and chat template
-(tests/engine/chat_template.jinja):
+(tests/sidecar/engine/chat_template.jinja):
 
 - `vllm-chat`: vLLM's own `POST /v1/chat/completions` (started with the same reasoning and
   tool parsers the sidecar runs: `--reasoning-parser qwen3 --enable-auto-tool-choice
@@ -52,7 +52,7 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "engine"))
+sys.path.insert(0, str(ROOT / "tests" / "sidecar" / "engine"))
 
 from engine_harness import (  # noqa: E402 (after the path it lives on)
     MODEL_NAME,

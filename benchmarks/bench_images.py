@@ -27,7 +27,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-sys.path.insert(0, str(ROOT / "tests" / "images"))
+sys.path.insert(0, str(ROOT / "tests" / "buildtool" / "images"))
 
 from daemons import (  # noqa: E402
     Registry,

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# For the registry and second-daemon test (tests/images/test_second_daemon.py) and its benchmark:
+# For the registry and second-daemon test (tests/buildtool/images/test_second_daemon.py) and its benchmark:
 # Debian's docker-registry and iproute2. The test starts its own registry on 127.0.0.1 and its
 # own second dockerd, and stops both; the package's own service is kept from starting (it would
 # listen on every interface), so nothing is left running. Run as root; safe to run again.

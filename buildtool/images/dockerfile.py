@@ -3,7 +3,7 @@
 A builder stage that compiled without `buildtool cache-build`, or kept its outputs on a cache
 mount other than the shared `…-${TARGETARCH}-inputs-v3` one, or with another sharing mode, could
 ship stale artifacts: `check` names each such stage and what it does wrong. Pure: text in,
-findings out. tests/images/test_dockerfile.py runs it on the real Dockerfile.
+findings out. tests/buildtool/images/test_dockerfile.py runs it on the real Dockerfile.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ NAMES: tuple[str, ...] = (
     "own_call",
 )
 # The pytest releases these were tested on: >= first, < second (also the package metadata's
-# range for pytest, checked by tests/isolation/test_accelerators.py).
+# range for pytest, checked by tests/buildtool/isolation/test_accelerators.py).
 TESTED_PYTEST = ("9.2", "9.3")
 TESTED_PYTHON = ((3, 11),)  # importlib.metadata and marshal as tested
 

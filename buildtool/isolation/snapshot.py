@@ -15,7 +15,7 @@ id and basetemp into the arguments, re-reads the early options from them, and le
 on: conftests, configure, collection and the test all run in the child, under its environment.
 The child's reporter is registered where any child registers it, so the plugins, their order,
 the options and the invocation parameters are those of a child started afresh
-(`tests/isolation/test_startup_reuse.py`).
+(`tests/buildtool/isolation/test_startup_reuse.py`).
 
 The snapshot process hands a request back to the server (exit HANDBACK, the request's bytes on a
 pipe), which then serves it and all later ones as before, if pytest would import a plugin while

@@ -1,7 +1,7 @@
 """What a real engine showed the sidecar must do (docs/sidecar.md, "The engine's side"):
 `parallel_tool_calls: false` answers one call, a tool's `$defs`/`$ref` still resolve inside the
 call-array schema, and an engine that does not enforce structured output is named, never a
-silent 200. Fake engines on loopback, the real `openai` client; tests/engine runs the same
+silent 200. Fake engines on loopback, the real `openai` client; tests/sidecar/engine runs the same
 against vLLM itself.
 """
 

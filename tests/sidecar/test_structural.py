@@ -1,5 +1,5 @@
 """Forced tool choices as structural tags: the decisions made without an engine (the tags
-themselves are compiled and matched by the real xgrammar in tests/engine)."""
+themselves are compiled and matched by the real xgrammar in tests/sidecar/engine)."""
 
 from __future__ import annotations
 

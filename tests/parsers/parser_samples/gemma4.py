@@ -73,7 +73,7 @@ OPENERS: list[Opener] = [
 
 LOSSLESS: list[Lossless] = [
     # Thinking is off by default for Gemma 4 (the test passes no `thinking`): no reasoning
-    # pieces here; tests/parsers/test_gemma4.py covers reasoning interleavings.
+    # pieces here; tests/parsers/families/test_gemma4.py covers reasoning interleavings.
     Lossless(
         G,
         G,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from buildtool.images.context import default_local_cache, sync
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 EDITED = "parsers/errors.py"
 
 

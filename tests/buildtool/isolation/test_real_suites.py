@@ -28,7 +28,7 @@ pytestmark = pytest.mark.slow
 
 MARK_ALL = """
 
-# Added by sidecar-forge's tests/isolation/test_real_suites.py: every test isolated.
+# Added by sidecar-forge's tests/buildtool/isolation/test_real_suites.py: every test isolated.
 import os as _isolate_os
 
 import pytest as _isolate_pytest

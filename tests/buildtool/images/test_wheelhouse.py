@@ -10,7 +10,7 @@ import pytest
 from buildtool.images import wheelhouse as wh
 from buildtool.images.ui import ListReporter
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_every_runtime_dependency_and_build_tool_is_pinned() -> None:

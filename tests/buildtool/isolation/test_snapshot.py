@@ -76,7 +76,7 @@ def test_fitting_requests_start_from_the_snapshot_and_a_misfit_is_handed_back(
     (tmp_path / "pytest.ini").write_text("[pytest]\n")
     (tmp_path / "test_probe.py").write_text(PROBE_TEST)
     out = tmp_path / "probe.jsonl"
-    root = Path(__file__).resolve().parents[2]
+    root = Path(__file__).resolve().parents[3]
     server = ForkServer(
         {**os.environ}, str(tmp_path), tmp_path / "server.log", root, [], [], snapshot=True
     )

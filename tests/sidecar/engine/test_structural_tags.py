@@ -352,7 +352,7 @@ def _print_table(cases: list[Case], version: str) -> None:
             f"{acc}/{len(c.accept):<8}{rej}/{len(c.reject):<8}{_parsed(c):<10}"
             f"{'' if native_for(c.family, c.grammar) else '(guided-JSON calls)'}"
         )
-    reports = HERE.parents[1] / ".reports"
+    reports = HERE.parents[2] / ".reports"
     reports.mkdir(exist_ok=True)
     # printed in the session's summary (conftest.py)
     (reports / f"structural-tags-{version}.txt").write_text("\n".join(lines) + "\n")
@@ -505,7 +505,7 @@ def auto_checked() -> list[AutoCase]:
                 f"{'yes' if c.result.get('compiled') else 'NO':<10}"
                 f"{sum(got[:n])}/{n:<8}{sum(not a for a in got[n:])}/{len(c.reject)}"
             )
-        reports = HERE.parents[1] / ".reports"
+        reports = HERE.parents[2] / ".reports"
         reports.mkdir(exist_ok=True)
         (reports / f"structural-tags-auto-{version}.txt").write_text("\n".join(lines) + "\n")
     return out

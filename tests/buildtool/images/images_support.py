@@ -18,7 +18,7 @@ from buildtool.images.context import top_level_whitelist
 from buildtool.images.daemon import Daemon
 from buildtool.images.targets import TARGETS, parse_targets
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def selected_targets() -> tuple[str, ...]:

@@ -1,6 +1,6 @@
 """The sidecar in front of a real vLLM, checked with the `openai` client in each parser mode.
 
-The model is random (tests/engine/make_tiny_model.py): its free text means nothing, so the
+The model is random (tests/sidecar/engine/make_tiny_model.py): its free text means nothing, so the
 checks compare the sidecar with the engine (same text streamed or not, prompt tokens equal
 to vLLM's own count, the engine's metrics) and use bounded schemas (`enum`, `maxLength`,
 integer ranges) so that constrained answers finish within `max_tokens`.

@@ -5,6 +5,7 @@ under pytest-xdist, and the plugin's silence where the marker is not used.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -37,13 +38,15 @@ def test_plain_in_process():
 """
 
 
-TESTS_DIR = Path(__file__).parents[1]
+TESTS_DIR = Path(__file__).parents[2]
 
 
 @pytest.fixture
 def with_parser_modes(monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
-    """An inner session loads the project plugin as tests/conftest.py does (its children too)."""
-    monkeypatch.setenv("PYTHONPATH", str(TESTS_DIR))
+    """An inner session loads the project plugin as tests/conftest.py does (its children too);
+    the repository root comes first, as in pyproject's `pythonpath`, so test folders named like
+    the packages (tests/buildtool/isolation) never shadow them."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join((str(TESTS_DIR.parent), str(TESTS_DIR))))
     return ("-p", "parser_modes")
 
 

@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 sys.path.insert(0, str(ROOT))  # buildtool, when run as a script from a nox venv
 
 from buildtool.images.daemon import Daemon, connect  # noqa: E402
@@ -36,7 +36,7 @@ from buildtool.images.targets import image_tag  # noqa: E402
 from buildtool.images.wheelhouse import pip_platform_tags  # noqa: E402
 
 DEFAULT_IMAGE = image_tag("sidecar-vllm")
-SUITES = ("tests/parsers", "tests/sidecar", "tests/routing", "tests/selection")
+SUITES = ("tests/parsers", "tests/sidecar")
 # What the suites import beyond the image's runtime packages (the `test` extra's tools).
 TEST_TOOLS = ("pytest", "pytest-xdist", "pytest-timeout", "hypothesis", "httpx", "openai")
 TEST_TOOLS += ("transformers",)  # the reference renderer of chat templates

@@ -9,7 +9,7 @@ import pytest
 from buildtool.images import dockerfile as df
 from buildtool.images.targets import BUILDER_STAGE, CACHE_ID_TEMPLATE, TARGETS
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 TEXT = (ROOT / "Dockerfile").read_text()
 
 

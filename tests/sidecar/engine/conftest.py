@@ -26,7 +26,7 @@ HERE = Path(__file__).resolve().parent
 OPT_IN = "SIDECAR_FORGE_ENGINE_TESTS"
 _RESULTS = pytest.StashKey[dict[tuple[str, str], str]]()
 _STARTED = pytest.StashKey[float]()
-REPORTS = HERE.parents[1] / ".reports"
+REPORTS = HERE.parents[2] / ".reports"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -100,7 +100,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 @pytest.fixture(scope="session")
 def logs() -> Path:
     """The servers' logs, kept after the run for a failure's story (.reports is ignored)."""
-    path = HERE.parents[1] / ".reports" / "engine-logs"
+    path = HERE.parents[2] / ".reports" / "engine-logs"
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
     return path

@@ -1,7 +1,7 @@
 """The default-route claim can fail: with the family-default table changed to V1, the test
 "Qwen3-Coder auto routes through V2 by default" must fail; with the real table it passes.
 
-An inner pytest session runs tests/routing/test_default_route.py as is; the mutation is a
+An inner pytest session runs tests/parsers/routing/test_default_route.py as is; the mutation is a
 conftest.py that empties `parsers.routing.V2_DEFAULT_TOOL_PARSERS` at import, i.e. inside the
 isolated child, where the routing test runs. The inner session runs in a subprocess: in-process
 (`inline_run`) its conftest would mutate this worker's `parsers.routing` for every later test.

@@ -14,7 +14,7 @@ import pytest
 
 from buildtool.images import artifact
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def workspace_with_wheel(tmp_path: Path, input_ns: int, wheel_ns: int) -> tuple[Path, Path]:

@@ -7,21 +7,14 @@ checks the implementation against the contract rather than against itself.
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from parser_modes import PARSER_MODES
 
-# The per-family call markup comes from the parser suite's shared samples (verified there);
-# their modules import each other as the top-level package `parser_samples`.
-_SAMPLES = str(Path(__file__).resolve().parents[1] / "parsers")
-if _SAMPLES not in sys.path:
-    sys.path.insert(0, _SAMPLES)
-
-from parser_samples import CallPiece, all_lossless  # noqa: E402
+# The per-family call markup comes from the parser suite's shared samples (verified there).
+from parser_samples import CallPiece, all_lossless
 
 
 @dataclass(frozen=True)

