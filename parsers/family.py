@@ -75,6 +75,9 @@ class TagCalls:
     args_begin: str = ""
     # `atem`: one parameter's tags, the begin holding `{key_attr}`
     param: tuple[str, str] | None = None
+    # text a string value must not hold (the parser reads it as markup), where the grammar
+    # version can exclude it
+    excludes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -88,6 +88,11 @@ class TagGrammar:
         """`json_schema` `max_whitespace_cnt` (0.2.8)."""
         return self.version >= (0, 2, 8)
 
+    @property
+    def value_excludes(self) -> bool:
+        """`json_schema` `excludes`: text string values must not hold (0.2.8)."""
+        return self.version >= (0, 2, 8)
+
     @classmethod
     def parse(cls, text: str, flag: str) -> TagGrammar:
         parts = text.strip().split(".")
@@ -258,7 +263,12 @@ def _args_value(
     if kind == "deepseek_v4_1_xml" and not grammar.dsml_v41_style:
         kind = "deepseek_xml"  # the unspaced parameter tag, which the parser reads too
     if kind == "kimi_k3_xml":
-        return json_schema(params, kind) if grammar.kimi_k3_style else None
+        if not grammar.kimi_k3_style:
+            return None
+        args = json_schema(params, kind)
+        if syntax.excludes and grammar.value_excludes:
+            args["excludes"] = list(syntax.excludes)
+        return args
     if kind in ("qwen_xml", "deepseek_xml", "deepseek_v4_1_xml", "glm_xml"):
         supported = grammar.glm_style if kind == "glm_xml" else grammar.xml_styles
         if not params.get("properties") and not grammar.xml_any_object:

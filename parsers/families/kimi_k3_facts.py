@@ -45,6 +45,7 @@ FACTS = Family(
                 ("<|open|>tools<|sep|>", "<|close|>tools<|sep|>"),
                 index="[1-9][0-9]{0,2}",
                 args_begin='"<|sep|>',
+                excludes=("<|open|>", "<|close|>", "<|sep|>"),
             ),
         ),
     ),

@@ -307,6 +307,10 @@ def build_case(grammar: TagGrammar, fam: FamilyCase, choice: str, thinking: bool
     }
     if not native:
         del reject["bare JSON list"]  # the guided array is the accepted form here
+    if native and fam.tool_parser == "kimi_k3" and not named and grammar.value_excludes:
+        # a string value holding a channel marker: the parser would read it as markup
+        marked = {**W[1], "city": "Paris<|open|>response<|sep|>"}
+        reject["channel marker in a string"] = write([("get_weather", marked)])
     if choice != "required":
         reject["second call"] = write([*expected, T])
     if named:
