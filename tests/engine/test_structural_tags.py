@@ -8,7 +8,8 @@ prompt, as when serving):
 - the tag compiles;
 - it accepts the family's native call text (after reasoning when thinking is on);
 - it rejects a bare JSON call list, a call of an undeclared tool, arguments breaking the
-  schema, and (where the choice allows one call) a second call or another tool;
+  schema, (where the choice allows one call) a second call or another tool, and (Kimi K3 from
+  xgrammar 0.2.8) a string value holding a channel marker;
 - each accepted text parsed in every generation the family has gives exactly the forced calls.
 Gemma 4 keeps the guided-JSON call array behind the reasoning prefix (docs/sidecar.md): its
 accepted text is that array, so the bare list is not a rejection case there.
