@@ -44,11 +44,17 @@ class TagReasoning:
     opener: str  # what the model writes to open reasoning
     closer: str  # what ends it
     joiner: str = ""  # written between the reasoning block and the calls
+    # A channel the answer text goes in, written before the calls (opener, closer): empty
+    # after reasoning; a prompt ending with its opener leaves the output inside it, so the
+    # calls follow its closer. None: the calls follow the reasoning block directly.
+    answer: tuple[str, str] | None = None
 
 
 # How a call's arguments are written: a JSON object, or one of xgrammar's parameter styles
 # (`json_schema` `style`), or Muse's ATEM parameter tags (`TagCalls.param`)
-ArgStyle = Literal["json", "qwen_xml", "glm_xml", "deepseek_xml", "deepseek_v4_1_xml", "atem"]
+ArgStyle = Literal[
+    "json", "qwen_xml", "glm_xml", "deepseek_xml", "deepseek_v4_1_xml", "kimi_k3_xml", "atem"
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +75,9 @@ class TagCalls:
     args_begin: str = ""
     # `atem`: one parameter's tags, the begin holding `{key_attr}`
     param: tuple[str, str] | None = None
+    # text a string value must not hold (the parser reads it as markup), where the grammar
+    # version can exclude it
+    excludes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -6,8 +6,10 @@ For `tool_choice: "required"` or a named tool the engine is asked for a structur
 1. the reasoning prefix, decided from the rendered prompt (`reasoning_start`): a prompt that
    left reasoning open gives free text up to the family's end marker; thinking on without an
    opened block gives the family's opener, then free text up to its end marker; thinking off
-   gives nothing. The tag is the one owner of the reasoning block: the engine's own reasoning
-   gate must stay off (docs/sidecar.md, "Forced tool choices");
+   gives nothing. A family whose calls follow an answer channel (Kimi K3's `response`) has it
+   written empty after reasoning, or closed when the prompt ends inside it. The tag is the
+   one owner of the reasoning block: the engine's own reasoning gate must stay off
+   (docs/sidecar.md, "Forced tool choices");
 2. the calls, written as the family's template writes them and its parser reads them
    (`SYNTAX`): `required` is a list of at least one call (`stop_after_first` under
    `parallel_tool_calls: false`), a named choice exactly one call of that tool.
@@ -77,8 +79,18 @@ class TagGrammar:
         return self.version >= (0, 2, 7)
 
     @property
+    def kimi_k3_style(self) -> bool:
+        """`style` `kimi_k3_xml`: Kimi K3's typed `argument` channels (0.2.7)."""
+        return self.version >= (0, 2, 7)
+
+    @property
     def whitespace_bound(self) -> bool:
         """`json_schema` `max_whitespace_cnt` (0.2.8)."""
+        return self.version >= (0, 2, 8)
+
+    @property
+    def value_excludes(self) -> bool:
+        """`json_schema` `excludes`: text string values must not hold (0.2.8)."""
         return self.version >= (0, 2, 8)
 
     @classmethod
@@ -158,13 +170,21 @@ def reasoning_start(family: Family, prompt: str, thinking: bool) -> Start:
     return "opener"
 
 
-def reasoning_prefix(reasoning: TagReasoning, start: Start) -> list[Format]:
-    if start == "none":
-        return []
-    opener = "" if start == "open" else reasoning.opener
-    out = [tag(opener, {"type": "any_text"}, reasoning.closer)]
-    if reasoning.joiner:
-        out.append(const(reasoning.joiner))
+def reasoning_prefix(
+    reasoning: TagReasoning, start: Start, prompt: str = "", answer: bool = False
+) -> list[Format]:
+    """What comes before the calls; with `answer`, up to the end of the family's answer
+    channel (the calls follow it)."""
+    out: list[Format] = []
+    if start != "none":
+        opener = "" if start == "open" else reasoning.opener
+        out.append(tag(opener, {"type": "any_text"}, reasoning.closer))
+        if reasoning.joiner:
+            out.append(const(reasoning.joiner))
+    if answer and reasoning.answer is not None:
+        begin, end = reasoning.answer
+        inside = start == "none" and prompt.rstrip().endswith(begin)
+        out.append(const(end if inside else begin + end))
     return out
 
 
@@ -228,21 +248,34 @@ def _atem_args(
 def _args(syntax: TagCalls, tool: Mapping[str, Any], grammar: TagGrammar) -> Format | None:
     """One call's argument element, or None when `grammar` lacks what it needs."""
     params = parameters(tool)
+    args = _args_value(syntax, params, tool_name(tool), grammar)
+    if args is None or syntax.index is None:
+        return args
+    return sequence({"type": "regex", "pattern": syntax.index}, const(syntax.args_begin), args)
+
+
+def _args_value(
+    syntax: TagCalls, params: Mapping[str, Any], name: str, grammar: TagGrammar
+) -> Format | None:
     kind = syntax.args
     if kind == "json":
-        args = json_schema(params, grammar=grammar)
-        if syntax.index is None:
-            return args
-        return sequence({"type": "regex", "pattern": syntax.index}, const(syntax.args_begin), args)
+        return json_schema(params, grammar=grammar)
     if kind == "deepseek_v4_1_xml" and not grammar.dsml_v41_style:
         kind = "deepseek_xml"  # the unspaced parameter tag, which the parser reads too
+    if kind == "kimi_k3_xml":
+        if not grammar.kimi_k3_style:
+            return None
+        args = json_schema(params, kind)
+        if syntax.excludes and grammar.value_excludes:
+            args["excludes"] = list(syntax.excludes)
+        return args
     if kind in ("qwen_xml", "deepseek_xml", "deepseek_v4_1_xml", "glm_xml"):
         supported = grammar.glm_style if kind == "glm_xml" else grammar.xml_styles
         if not params.get("properties") and not grammar.xml_any_object:
             supported = False  # older styles fail on (or refuse) an object without properties
         return json_schema(params, kind) if supported else None
     assert syntax.param is not None  # (the `atem` style's)
-    return _atem_args(syntax.param, tool_name(tool), params, grammar)
+    return _atem_args(syntax.param, name, params, grammar)
 
 
 def _call(syntax: TagCalls, tool: Mapping[str, Any], args: Format) -> Format:
@@ -326,11 +359,12 @@ def forced_constraint(
     fallback = named_schema(tools, named) if named else required_schema(tools, parallel)
     if choice.mode == "guided-json" or family is None:
         return Constraint(guided_json=fallback)
-    prefix = _prefix(family, prompt, thinking)
     syntax = SYNTAX.get(tool_parser or "")
     calls = (
         native_calls(syntax, tools, named, parallel, choice.grammar) if syntax is not None else None
     )
+    # native calls follow the answer channel; the guided JSON goes where the answer goes
+    prefix = _prefix(family, prompt, thinking, answer=calls is not None)
     if calls is None:
         if not prefix:
             return Constraint(guided_json=fallback)
@@ -338,11 +372,12 @@ def forced_constraint(
     return Constraint(structural_tag={"type": "structural_tag", "format": sequence(*prefix, calls)})
 
 
-def _prefix(family: Family, prompt: str, thinking: bool) -> list[Format]:
+def _prefix(family: Family, prompt: str, thinking: bool, answer: bool = False) -> list[Format]:
     reasoning = REASONING.get(family.key)
     if reasoning is None:
         return []
-    return reasoning_prefix(reasoning, reasoning_start(family, prompt, thinking))
+    start = reasoning_start(family, prompt, thinking)
+    return reasoning_prefix(reasoning, start, prompt, answer)
 
 
 def is_strict(tool: Mapping[str, Any]) -> bool:

@@ -25,19 +25,27 @@ FACTS = Family(
     channel_reasoning=True,
     # the template renders the effort into the prompt: the encoder knows low, high and max
     efforts=("none", "low", "high", "max"),
-    tag_reasoning=TagReasoning("<|open|>think<|sep|>", "<|close|>think<|sep|>"),
+    # every assistant message has a `response` channel (empty when the turn only calls)
+    # before its `tools` section; thinking off, the prompt ends inside it
+    tag_reasoning=TagReasoning(
+        "<|open|>think<|sep|>",
+        "<|close|>think<|sep|>",
+        answer=("<|open|>response<|sep|>", "<|close|>response<|sep|>"),
+    ),
     tag_calls=(
         (
             "kimi_k3",
+            # the elements come back to back: no blanks between calls or around them
             TagCalls(
                 '<|open|>call tool="{name_attr}" index="',
-                "<|close|>json<|sep|><|close|>call<|sep|>",
-                "\n",
+                "<|close|>call<|sep|>",
+                "",
                 "<|open|>tools<|sep|>",
-                "json",
-                ("<|open|>tools<|sep|>\n", "\n<|close|>tools<|sep|>"),
+                "kimi_k3_xml",
+                ("<|open|>tools<|sep|>", "<|close|>tools<|sep|>"),
                 index="[1-9][0-9]{0,2}",
-                args_begin='"<|sep|><|open|>json<|sep|>',
+                args_begin='"<|sep|>',
+                excludes=("<|open|>", "<|close|>", "<|sep|>"),
             ),
         ),
     ),

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+import parsers
 from parsers.errors import ConfigError
 from parsers.registry import resolve_tool_parser
 from sidecar.app import Sidecar
@@ -121,6 +122,87 @@ def test_prefix_per_start() -> None:
     assert off["format"]["tags"][0]["begin"] == '<tool_call>\n{"name": "get_time", "arguments": '
 
 
+K3_CALL = (
+    '<|open|>tools<|sep|><|open|>call tool="get_time" index="1"<|sep|>'
+    '<|open|>argument key="zone" type="string"<|sep|>utc<|close|>argument<|sep|>'
+    '<|open|>argument key="n" type="number"<|sep|>2<|close|>argument<|sep|>'
+    "<|close|>call<|sep|><|close|>tools<|sep|>"
+)
+# (thinking, what the model writes): reasoning closed, then an empty `response` channel;
+# thinking off the prompt ends inside `response`, so it is closed
+K3_OUTPUTS = {
+    True: "Sure.<|close|>think<|sep|><|open|>response<|sep|><|close|>response<|sep|>" + K3_CALL,
+    False: "<|close|>response<|sep|>" + K3_CALL,
+}
+
+
+@pytest.mark.parametrize("thinking", [True, False], ids=["thinking_on", "thinking_off"])
+def test_kimi_k3_calls_follow_the_response_channel(thinking: bool) -> None:
+    """Kimi K3 writes its `response` channel (empty when it only calls) before `tools`, and
+    the arguments as typed `argument` channels (docs/sidecar.md): the tag asks for that, and
+    what it asks for parses as the forced call in both generations, batch and streamed.
+    (The xgrammar check of these texts: tests/engine/test_structural_tags.py.)"""
+    prompt = prompt_for("kimi_k3", thinking)
+    tag = constraint("kimi_k3", thinking).structural_tag
+    assert tag is not None
+    elements = tag["format"]["elements"]
+    if thinking:
+        assert prompt.endswith("<|open|>think<|sep|>")
+        assert elements[0] == {
+            "type": "tag",
+            "begin": "",
+            "content": {"type": "any_text"},
+            "end": "<|close|>think<|sep|>",
+        }
+        lead = "<|open|>response<|sep|><|close|>response<|sep|>"
+    else:
+        assert prompt.endswith("<|open|>response<|sep|>")
+        lead = "<|close|>response<|sep|>"
+    assert elements[-2] == {"type": "const_string", "value": lead}
+    section = elements[-1]
+    assert (section["begin"], section["end"]) == ("<|open|>tools<|sep|>", "<|close|>tools<|sep|>")
+    assert section["content"]["separator"] == ""  # back to back, as the model writes them
+    call = section["content"]["tags"][0]
+    assert (call["begin"], call["end"]) == (
+        '<|open|>call tool="get_time" index="',
+        "<|close|>call<|sep|>",
+    )
+    args = call["content"]["elements"][-1]
+    assert args["style"] == "kimi_k3_xml" and args["json_schema"] == TIME
+    assert args["excludes"] == ["<|open|>", "<|close|>", "<|sep|>"]
+    text = K3_OUTPUTS[thinking]
+    assert text.endswith(section["end"]) and lead in text
+    for generation in (1, 2):
+        kw: dict[str, Any] = {
+            "tool_parser": "kimi_k3",
+            "reasoning_parser": "kimi_k3",
+            "tools": list(TOOLS),
+            "tool_choice": "required",
+            "generation": generation,
+            "thinking": thinking,
+            "prompt": prompt,
+        }
+        for got in (parsers.parse(text, **kw), parsers.stream(list(text), **kw)):
+            calls = [(c.name, json.loads(c.arguments)) for c in got.tool_calls]
+            assert calls == [("get_time", {"zone": "utc", "n": 2})], (generation, got)
+            assert not got.content, (generation, got.content)
+            assert (got.reasoning_content or None) == ("Sure." if thinking else None), generation
+
+
+def test_kimi_k3_guided_json_goes_where_the_answer_goes() -> None:
+    """Before xgrammar 0.2.7 (no `kimi_k3_xml` style) the calls are the guided-JSON array,
+    written in the `response` channel: nothing closes it first."""
+    on = constraint("kimi_k3", True, "0.2.0").structural_tag
+    assert on is not None
+    first, calls = on["format"]["elements"]
+    assert first["end"] == "<|close|>think<|sep|>"
+    assert calls["json_schema"]["type"] == "array"
+    off = constraint("kimi_k3", False, "0.2.0")
+    assert off.structural_tag is None and off.guided_json is not None
+    older = constraint("kimi_k3", True, "0.2.7").structural_tag
+    assert older is not None and "excludes" not in json.dumps(older)  # a 0.2.8 field
+
+
 def test_only_the_fields_a_grammar_version_takes() -> None:
     """0.1.25 (vLLM 0.11.x, TensorRT-LLM pinning it): no excludes, no empty separator, no
     styles, no optional, no whitespace bound; 0.2.8: the bound on JSON arguments."""
@@ -146,6 +228,8 @@ def test_only_the_fields_a_grammar_version_takes() -> None:
         ("glm47", "0.1.32", False),
         ("glm47", "0.1.33", True),
         ("gemma4", "0.2.8", False),
+        ("kimi_k3", "0.2.0", False),
+        ("kimi_k3", "0.2.7", True),
     ],
 )
 def test_guided_json_behind_the_prefix_where_the_grammar_lacks_the_style(

@@ -8,7 +8,8 @@ prompt, as when serving):
 - the tag compiles;
 - it accepts the family's native call text (after reasoning when thinking is on);
 - it rejects a bare JSON call list, a call of an undeclared tool, arguments breaking the
-  schema, and (where the choice allows one call) a second call or another tool;
+  schema, (where the choice allows one call) a second call or another tool, and (Kimi K3 from
+  xgrammar 0.2.8) a string value holding a channel marker;
 - each accepted text parsed in every generation the family has gives exactly the forced calls.
 Gemma 4 keeps the guided-JSON call array behind the reasoning prefix (docs/sidecar.md): its
 accepted text is that array, so the bare list is not a rejection case there.
@@ -147,12 +148,19 @@ def kimi_k2(calls: list[Call], grammar: TagGrammar) -> str:
 
 
 def kimi_k3(calls: list[Call], grammar: TagGrammar) -> str:
-    body = "\n".join(
-        f'<|open|>call tool="{n}" index="{i + 1}"<|sep|><|open|>json<|sep|>{_j(a)}'
-        "<|close|>json<|sep|><|close|>call<|sep|>"
+    """Typed argument channels (strings as text, numbers as JSON), back to back."""
+
+    def arg(k: str, v: Any) -> str:
+        kind = "string" if isinstance(v, str) else "number"
+        return f'<|open|>argument key="{k}" type="{kind}"<|sep|>{_text(v)}<|close|>argument<|sep|>'
+
+    body = "".join(
+        f'<|open|>call tool="{n}" index="{i + 1}"<|sep|>'
+        + "".join(arg(k, v) for k, v in a.items())
+        + "<|close|>call<|sep|>"
         for i, (n, a) in enumerate(calls)
     )
-    return f"<|open|>tools<|sep|>\n{body}\n<|close|>tools<|sep|>"
+    return f"<|open|>tools<|sep|>{body}<|close|>tools<|sep|>"
 
 
 def muse(calls: list[Call], grammar: TagGrammar) -> str:
@@ -189,6 +197,9 @@ class FamilyCase:
     # What the model writes before the calls with thinking on, after the rendered prompt
     reasoning: str
     generations: tuple[int, ...] = (1, 2)
+    # What comes between the reasoning (or the prompt, thinking off) and native calls:
+    # (thinking on, thinking off)
+    before: tuple[str, str] = ("", "")
 
 
 FAMILIES = [
@@ -201,7 +212,14 @@ FAMILIES = [
         "deepseek_v41", dsml("｜DSML｜ ", "calls"), "The user wants it.</think>", generations=(2,)
     ),
     FamilyCase("kimi_k2", kimi_k2, "<think>The user wants it.</think>"),
-    FamilyCase("kimi_k3", kimi_k3, "The user wants it.<|close|>think<|sep|>"),
+    # the calls follow the `response` channel: empty after reasoning, closed when the prompt
+    # (thinking off) ends inside it
+    FamilyCase(
+        "kimi_k3",
+        kimi_k3,
+        "The user wants it.<|close|>think<|sep|>",
+        before=("<|open|>response<|sep|><|close|>response<|sep|>", "<|close|>response<|sep|>"),
+    ),
     FamilyCase("gemma4", None, "<|channel>thought\nThe user wants it.<channel|>"),
     FamilyCase(
         "muse",
@@ -245,9 +263,12 @@ def _facts(settings: ParserSettings, choice: str, thinking: bool) -> RequestFact
 
 def native_for(fam: FamilyCase, grammar: TagGrammar) -> bool:
     """Whether the family gets its native calls at this grammar version (docs/sidecar.md):
-    Gemma 4 never; XML argument styles from 0.1.32 (Qwen3-Coder, DSML) or 0.1.33 (GLM)."""
+    Gemma 4 never; XML argument styles from 0.1.32 (Qwen3-Coder, DSML) or 0.1.33 (GLM),
+    Kimi K3's from 0.2.7."""
     if fam.write is None:
         return False
+    if fam.tool_parser == "kimi_k3":
+        return grammar.version >= (0, 2, 7)
     if fam.tool_parser in ("qwen3_coder", "deepseek_v4", "deepseek_v41"):
         return grammar.version >= (0, 1, 32)
     if fam.tool_parser == "glm47":
@@ -276,8 +297,9 @@ def build_case(grammar: TagGrammar, fam: FamilyCase, choice: str, thinking: bool
     lead = fam.reasoning if thinking else ""
 
     def write(calls: list[Call]) -> str:
-        body = fam.write(calls, grammar) if native and fam.write else guided(calls, named)
-        return lead + body
+        if native and fam.write:
+            return lead + fam.before[0 if thinking else 1] + fam.write(calls, grammar)
+        return lead + guided(calls, named)
 
     reject = {
         "bare JSON list": lead + _j([{"name": n, "arguments": a} for n, a in expected]),
@@ -286,6 +308,10 @@ def build_case(grammar: TagGrammar, fam: FamilyCase, choice: str, thinking: bool
     }
     if not native:
         del reject["bare JSON list"]  # the guided array is the accepted form here
+    if native and fam.tool_parser == "kimi_k3" and not named and grammar.value_excludes:
+        # a string value holding a channel marker: the parser would read it as markup
+        marked = {**W[1], "city": "Paris<|open|>response<|sep|>"}
+        reject["channel marker in a string"] = write([("get_weather", marked)])
     if choice != "required":
         reject["second call"] = write([*expected, T])
     if named:
