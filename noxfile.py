@@ -50,7 +50,9 @@ def _pytest(
 @nox.session(python="3.11")
 def test(session: nox.Session) -> None:
     """The whole suite, with the parser mode the caller's environment gives."""
-    session.install(*CONSTRAINTS, "pip")  # tests/buildtool/isolation/test_real_suites.py: pip download
+    session.install(
+        *CONSTRAINTS, "pip"
+    )  # tests/buildtool/isolation/test_real_suites.py: pip download
     _pytest(session, {})
 
 
@@ -143,9 +145,9 @@ def build(session: nox.Session) -> None:
 
 @nox.session(name="test-image", python="3.11")
 def test_image(session: nox.Session) -> None:
-    """The parser (routing and selection included) and sidecar suites inside the built sidecar-vllm image, on
-    its own python3 (Debian 12's) and installed packages; after `nox -s build`. Arguments:
-    test paths, or `--image NAME`."""
+    """The parser (routing and selection included) and sidecar suites inside the built
+    sidecar-vllm image, on its own python3 (Debian 12's) and installed packages; after
+    `nox -s build`. Arguments: test paths, or `--image NAME`."""
     _install(session, "test")
     session.install(*CONSTRAINTS, "pip")  # the test tools for the image: pip install --target
     session.run("python", "tests/buildtool/images/in_image.py", *session.posargs)

@@ -1,10 +1,11 @@
-"""Build-cache benchmarks, measured side by side in one run (goals from issue 2).
+"""Build-cache benchmarks, measured side by side in one run, with their goals.
 
 1. blake3 throughput of the helper vs `b3sum` on the same large files (goal: ratio >= 0.9).
 2. The no-op check (stamp unchanged) on a generated 20,000-file / 100 MB workspace
    (goal: <= 0.3 s), in-process and through the CLI, with b3sum over the same files beside it.
 3. Per-file cost for small files: hashing, and setting mtimes.
-4. The randomized scenario harness with 1,000 sequences (tests/buildtool/cache/test_cache_harness.py).
+4. The randomized scenario harness with 1,000 sequences
+   (tests/buildtool/cache/test_cache_harness.py).
 
 Usage: python benchmarks/bench_cache.py [--big-mib 512] [--files 20000] [--harness 1000]
        (--harness 0 skips the harness run)

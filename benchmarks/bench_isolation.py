@@ -7,7 +7,7 @@ fresh processes: in-process (the isolation plugin disabled: the baseline); the f
 plain (`--isolated-accelerators=none`, i.e. `--isolated-plain`); the fork server with each
 accelerator alone; with all of them (the default); and plain spawn for reference. Overhead per
 test = (run - fork servers' warm-up - baseline) / tests. An accelerator's own saving = plain's
-overhead - its own alone; it earns its place (issue 17) at >= 3 ms or >= 10% of a plain isolated
+overhead - its own alone; it earns its place at >= 3 ms or >= 10% of a plain isolated
 test's time (its overhead plus the test's own work).
 
 Goals: all on >= 8x faster than spawn (steady state); each accelerator's saving as above.

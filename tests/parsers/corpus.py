@@ -5,8 +5,8 @@ The cases are the suite's own (every family's samples, quoted openers and lossle
 pieces in `parser_samples`, both generations), each parsed in batch and streamed by
 character, in thirds and in 7-character chunks, plus quoted-marker prose and long repeated
 shapes. The output holds every result field (content, reasoning, calls, finish reason,
-route), so two runs are compared line by line: `tests/buildtool/images/test_shipped_parsers.py` runs it
-in the built image (Debian 12's Python) and on the host.
+route), so two runs are compared line by line: `tests/buildtool/images/test_shipped_parsers.py`
+runs it in the built image (Debian 12's Python) and on the host.
 """
 
 from __future__ import annotations

@@ -4,8 +4,8 @@ reasoning never longer than the output), no call with a blank name.
 
 The soup holds each family's markers, their halves (a marker cut anywhere), tags with a newline
 inside (`<function=f\n>`), forced tool choices (guided JSON starts `{`, `[`, `<`) and prompts
-that do or do not open reasoning (widened until it finds the reproducers of the
-issue on the code before it)."""
+that do or do not open reasoning (wide enough to find the known reproducers on parsers that
+lack their fixes)."""
 
 from __future__ import annotations
 
@@ -136,7 +136,7 @@ PIECES = {
         "</atem:invoke>",
     ],
 }
-# Qwen3-Coder tags with a newline inside (the issue's split reproducer), a real call's parts
+# Qwen3-Coder tags with a newline inside (a known split reproducer), a real call's parts
 PIECES["qwen3_coder"] += ["<function=get_weather\n>", "<function=get_weather\n", "\nParis\n"]
 
 

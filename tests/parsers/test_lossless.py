@@ -8,8 +8,8 @@ one of the family's tags standing in prose), calls that must not parse (blank or
 name, broken header: their text stays, only the family's markup may go), and under forced
 choices guided JSON or text that only starts like it (`{a<`). Each output is checked in
 batch, in a random chunking biased to cuts inside markers and one character at a time.
-Issue 14: widened until it finds the fuzzing reproducers on the code before their fixes
-(docs/testing.md, "Property tests").
+The generators are wide enough to find the known fuzzing reproducers on parsers that lack
+their fixes (docs/testing.md, "Property tests").
 
 `test_no_text_lost_around_malformed_call_openers` adds what a confused model writes: call
 openers of every family that never become a call (a nameless Kimi K3 `call`, a Hermes object

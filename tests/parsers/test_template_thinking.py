@@ -1,4 +1,4 @@
-"""Issue 14, item 3: with `thinking=None` and no prompt, where the output starts follows the
+"""With `thinking=None` and no prompt, where the output starts follows the
 family's chat template. For every tool parser (and its family's reasoning parser) the project's
 own template (sidecar/templates, rendered by sidecar.prompt as the sidecar does) is rendered
 with the default thinking state; the parser plan without a prompt must start in reasoning

@@ -13,7 +13,7 @@ GENS = pytest.mark.parametrize("gen", [1, 2])
 
 @GENS
 def test_qwen3_thinking_on_bare_end_marker_ends_reasoning(gen: int) -> None:
-    # the reproducer: a thinking checkpoint whose template prefilled `<think>`
+    # a known reproducer: a thinking checkpoint whose template prefilled `<think>`
     for kw in (
         {"thinking": True},
         {"request": {"chat_template_kwargs": {"enable_thinking": True}}},

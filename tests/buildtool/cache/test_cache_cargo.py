@@ -1,4 +1,5 @@
-"""A cargo workspace in two checkouts sharing one target folder (the issue's first scenario)."""
+"""A cargo workspace in two checkouts sharing one target folder (the shared-cache scenario of
+docs/build-cache.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """A second machine on this host: Debian's docker-registry on loopback and a second dockerd.
 
-Used by tests/buildtool/images/test_second_daemon.py and benchmarks/bench_images.py. Both daemons are started
-here and stopped here (by their own process, never by name), and leave nothing behind:
+Used by tests/buildtool/images/test_second_daemon.py and benchmarks/bench_images.py. Both
+daemons are started here and stopped here (by their own process, never by name), and leave
+nothing behind:
 
 - the registry: `docker-registry serve CONFIG`, on 127.0.0.1 at a free port (a loopback registry
   needs no TLS), storage in a temporary folder;

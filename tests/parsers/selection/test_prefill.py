@@ -97,7 +97,7 @@ def test_deepseek_v41_prompt_ending_with_close_means_reasoning_off(tail: str) ->
 
 
 def test_deepseek_v41_starts_where_its_template_leaves_it() -> None:
-    # no prompt: the template prefills `<think>` with thinking on (issue 14, item 3)
+    # no prompt: the template prefills `<think>` with thinking on
     assert _start("deepseek_v41", None) == (True, True)
     assert _start("deepseek_v41", None, thinking=False) == (False, False)
     assert _start("deepseek_v41", "user: hi\nassistant:") == (True, False)
