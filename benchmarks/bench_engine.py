@@ -69,7 +69,7 @@ from sidecar.cli import _parser, configure  # noqa: E402
 
 USER = [{"role": "user", "content": "Tell me about the weather in Paris today."}]
 PARSERS = ("--tool-call-parser", "hermes", "--reasoning-parser", "qwen3")
-TARGETS = ("floor", "vllm-chat", "sidecar", "relay")
+TARGETS = ["floor", "vllm-chat", "sidecar", "relay"]  # + "against" with --against
 
 
 def loadavg() -> str:
@@ -87,8 +87,11 @@ def rendered_prompt() -> str:
 
 
 class Targets:
-    def __init__(self, vllm: str, sidecar: str, relay: str, prompt: str) -> None:
+    def __init__(
+        self, vllm: str, sidecar: str, relay: str, prompt: str, against: str | None = None
+    ) -> None:
         self.vllm, self.sidecar, self.relay, self.prompt = vllm, sidecar, relay, prompt
+        self.against = against
 
     def request(self, target: str, tokens: int, stream: bool) -> tuple[str, dict[str, Any]]:
         common: dict[str, Any] = {
@@ -108,7 +111,7 @@ class Targets:
                 "skip_special_tokens": False,
             }
             return f"{self.vllm if target == 'floor' else self.relay}/v1/completions", body
-        base = self.vllm if target == "vllm-chat" else self.sidecar
+        base = {"vllm-chat": self.vllm, "sidecar": self.sidecar}.get(target, self.against)
         return f"{base}/v1/chat/completions", {**common, "messages": USER}
 
 
@@ -231,6 +234,11 @@ def report(lat: dict[tuple[str, int, bool], list[Any]], rates: dict[str, list[fl
                     f"   {ratio:10.3f}x   {added:6.2f}x "
                     f"({added_sidecar * 1000:.2f} vs {added_vllm * 1000:.2f} ms)"
                     f"   {hop:6.2f}x ({added_relay * 1000:.2f} ms)"
+                    + (
+                        f"   against: added {(values['against'] - floor) * 1000:.2f} ms"
+                        if "against" in values
+                        else ""
+                    )
                 )
     tokens_seen = {t: {m[2] for k, v in lat.items() if k[0] == t for m in v} for t in TARGETS}
     print(f"   completion tokens seen per target: {tokens_seen}")
@@ -241,6 +249,8 @@ def report(lat: dict[tuple[str, int, bool], list[Any]], rates: dict[str, list[fl
         print(f"   {t:>9}: {medians[t]:8.0f} tokens/s  ({runs})")
     ratio = medians["sidecar"] / medians["vllm-chat"]
     print(f"   sidecar / vllm-chat: {ratio:.3f}x (goal >= 1.0)")
+    if "against" in medians:
+        print(f"   sidecar / against: {medians['sidecar'] / medians['against']:.3f}x")
 
 
 def cpu_seconds(pid: int) -> float:
@@ -280,6 +290,8 @@ def report_cpu(cpu: dict[tuple[str, int, bool], dict[str, float]], requests: int
             ("sidecar (its process)", cpu[("sidecar", tokens, stream)]["sidecar"]),
             ("relay (its process)", cpu[("relay", tokens, stream)]["relay"]),
         ]
+        if "against" in TARGETS:
+            rows.append(("against (its process)", cpu[("against", tokens, stream)]["against"]))
         for name, own in rows:
             ratio = own / chat_own if chat_own > 0 else float("nan")
             print(
@@ -298,6 +310,12 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=64, help="concurrent streams")
     parser.add_argument("--throughput-rounds", type=int, default=5)
     parser.add_argument(
+        "--against",
+        type=Path,
+        metavar="DIR",
+        help="also run the sidecar from another checkout (target `against`), in the same rounds",
+    )
+    parser.add_argument(
         "--cpu-requests", type=int, default=200, help="requests per CPU row (default 200)"
     )
     args = parser.parse_args()
@@ -312,17 +330,33 @@ def main() -> None:
             vllm_url, None, logs, "sidecar", ("--chat-template", str(TEMPLATE))
         )
         relay, relay_url = start_relay(vllm_url, logs)
+        other = None
+        if args.against:
+            TARGETS.append("against")
+            other, other_url = start_sidecar(
+                vllm_url,
+                None,
+                logs,
+                "against",
+                ("--chat-template", str(TEMPLATE)),
+                pythonpath=args.against.resolve(),
+            )
         try:
-            targets = Targets(vllm_url, sidecar_url, relay_url, rendered_prompt())
+            against = other_url if other else None
+            targets = Targets(vllm_url, sidecar_url, relay_url, rendered_prompt(), against)
             print(f"{loadavg()} (engine and sidecar up)")
             lat = asyncio.run(latency(targets, args.rounds))
             rates = asyncio.run(throughput(targets, args.streams, args.throughput_rounds))
             report(lat, rates)
             pids = {"vllm-api": vllm.proc.pid, "sidecar": sidecar.proc.pid, "relay": relay.pid}
+            if other:
+                pids["against"] = other.proc.pid
             cpu = asyncio.run(cpu_per_request(targets, pids, args.cpu_requests))
             report_cpu(cpu, args.cpu_requests)
             print(f"\n{loadavg()} (end)")
         finally:
+            if other:
+                other.stop()
             relay.terminate()
             relay.wait()
             sidecar.stop()

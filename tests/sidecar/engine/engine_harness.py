@@ -313,10 +313,14 @@ def start_sidecar(
     logs: Path,
     name: str,
     extra: Sequence[str] = (),
+    pythonpath: Path | None = None,
 ) -> tuple[Process, str]:
-    """`python -m sidecar vllm` from this venv, with DYN_PARSER_VERSION=`mode` (None: unset)."""
+    """`python -m sidecar vllm` from this venv, with DYN_PARSER_VERSION=`mode` (None: unset);
+    `pythonpath`: the sidecar of another checkout (a benchmark's comparison)."""
     port = free_port()
     env = dict(os.environ)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
     env.pop("DYN_ENABLE_EXPERIMENTAL_PARSERS_V2", None)
     env.pop("DYN_PARSER_VERSION", None)
     if mode is not None:
