@@ -118,6 +118,8 @@ class Sidecar:
             reasoning_effort=facts.effort,
             parts=chat.content_parts,
             prepared=True,
+            add_generation_prompt=chat.add_generation_prompt,
+            continue_final_message=chat.continue_final_message,
         )
         plan = plan_request(settings, facts, prompt)
         constraint = constraint_for(

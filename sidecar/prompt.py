@@ -107,6 +107,7 @@ class _Compiled:
     fast: bool
     globals: dict[str, Any]
     developer: bool  # the template names the `developer` role (else it becomes `system`)
+    names_content: bool  # the template's text holds `content` (a message can be continued)
 
 
 def _compile(source: str, name: str) -> _Compiled:
@@ -128,6 +129,7 @@ def _compile(source: str, name: str) -> _Compiled:
         fast=jinja_internals_usable(template),
         globals=dict(template.globals),
         developer='"developer"' in source or "'developer'" in source,
+        names_content="content" in source,
     )
 
 
@@ -216,12 +218,15 @@ class ChatTemplate:
         reasoning_effort: str | int | None = None,
         parts: Sequence[Sequence[str]] | None = None,
         prepared: bool = False,
+        add_generation_prompt: bool = True,
+        continue_final_message: bool = False,
     ) -> str:
         """The prompt text; a template that rejects the conversation is a 400 naming its
         message. `prepared`: the messages come from `sidecar.request` (`parts`: each
         message's text parts); otherwise they are prepared here. `tools` None: the request
         declares none. `thinking`: the sidecar's switch, when the request or deployment set
-        it."""
+        it. `continue_final_message`: the last message is left open (transformers' rule), with
+        `add_generation_prompt` off."""
         if not prepared:
             messages, parts = prepare_messages(messages)
         compiled = self._select(tools is not None)
@@ -252,8 +257,67 @@ class ChatTemplate:
         context["messages"] = messages
         context["tools"] = list(tools) if tools is not None else None
         context["documents"] = documents
-        context["add_generation_prompt"] = True
-        return _render(compiled, context)
+        context["add_generation_prompt"] = add_generation_prompt
+        if not continue_final_message:
+            return _render(compiled, context)
+        context["messages"], final = _mark_final(messages, compiled)
+        return _cut_at_mark(_render(compiled, context), final)
+
+
+# transformers' marker for the end of the message to continue: appended to its text, found in
+# the rendering, and the rendering cut there.
+_CONTINUE_MARK = "CONTINUE_FINAL_MESSAGE_TAG "
+
+
+def _mark_final(
+    messages: list[dict[str, Any]], compiled: _Compiled
+) -> tuple[list[dict[str, Any]], str]:
+    """The messages with the mark after the last message's text, and that text."""
+    last = messages[-1] if messages else {}
+    content = last.get("content")
+    if content is None:
+        raise bad_request(
+            'continue_final_message is set but the final message has no "content" to continue',
+            "continue_final_message",
+        )
+    if not compiled.names_content:
+        raise bad_request(
+            'continue_final_message: the chat template never reads a message\'s "content"',
+            "continue_final_message",
+        )
+    if isinstance(content, list):
+        blocks = [dict(b) if isinstance(b, dict) else b for b in content]
+        for block in reversed(blocks):
+            if isinstance(block, dict) and "text" in block:
+                final = block["text"]
+                block["text"] = f"{final}{_CONTINUE_MARK}"
+                break
+        else:
+            raise bad_request(
+                "continue_final_message is set but the final message has no text to continue",
+                "continue_final_message",
+            )
+        marked: Any = blocks
+    else:
+        final = content
+        marked = f"{content}{_CONTINUE_MARK}"
+    return [*messages[:-1], {**last, "content": marked}], str(final)
+
+
+def _cut_at_mark(rendered: str, final: str) -> str:
+    """The rendering up to the end of the continued message (transformers' rule: where the
+    template trimmed the text, the trailing blanks go too)."""
+    mark = _CONTINUE_MARK.strip()
+    if final.strip() not in rendered or mark not in rendered:
+        raise bad_request(
+            "continue_final_message is set but the final message does not appear in the chat "
+            "template's rendering (the template drops or rewrites it)",
+            "continue_final_message",
+        )
+    at = rendered.rindex(mark)
+    if rendered[at : at + len(_CONTINUE_MARK)] == _CONTINUE_MARK:
+        return rendered[:at]
+    return rendered[:at].rstrip()
 
 
 def _developer_as_system(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -92,6 +92,10 @@ class ChatRequest:
     chat_template_kwargs: Mapping[str, Any] = field(default_factory=dict)
     content_parts: tuple[tuple[str, ...], ...] = ()  # each message's text parts
     tools_declared: bool = False  # the body has `tools` (even empty): templates see a list
+    # vLLM's rendering fields: the assistant header after the messages (default), or the last
+    # message left open for the model to continue (a prefill); never both.
+    add_generation_prompt: bool = True
+    continue_final_message: bool = False
 
 
 def _wrong(path: str, expected: str, value: object) -> APIError:
@@ -484,6 +488,7 @@ def _parse(body: Mapping[str, Any], settings: ParserSettings) -> ChatRequest:
     if kwargs:
         check_free_form(kwargs, "chat_template_kwargs")
     messages, parts = prepare_messages(body.get("messages"))
+    add_generation_prompt, continue_final = _rendering(body)
     tools = _tools(body)
     choice = _tool_choice(body)
     parallel = _boolean(body.get("parallel_tool_calls"), "parallel_tool_calls") is not False
@@ -512,7 +517,23 @@ def _parse(body: Mapping[str, Any], settings: ParserSettings) -> ChatRequest:
         chat_template_kwargs=kwargs,
         content_parts=parts,
         tools_declared=body.get("tools") is not None,
+        add_generation_prompt=add_generation_prompt,
+        continue_final_message=continue_final,
     )
+
+
+def _rendering(body: Mapping[str, Any]) -> tuple[bool, bool]:
+    """(`add_generation_prompt`, `continue_final_message`): continuing the last message needs
+    the generation prompt off, said explicitly, as vLLM and transformers refuse both."""
+    add = _boolean(body.get("add_generation_prompt"), "add_generation_prompt")
+    cont = bool(_boolean(body.get("continue_final_message"), "continue_final_message"))
+    if cont and add is not False:
+        raise bad_request(
+            "'continue_final_message' continues the last message, 'add_generation_prompt' "
+            'starts a new one: send "add_generation_prompt": false with it',
+            "continue_final_message",
+        )
+    return add is not False, cont
 
 
 def read_chat_request(raw: bytes, settings: ParserSettings) -> ChatRequest:

@@ -159,6 +159,8 @@ def reference(
     content_format: str = "string",
     chat_template: str | None = None,
     reasoning_effort: str | None = None,
+    add_generation_prompt: bool = True,
+    continue_final_message: bool = False,
     **kwargs: Any,
 ) -> str:
     """What transformers renders for the folder's tokenizer (or `chat_template`)."""
@@ -178,7 +180,8 @@ def reference(
         tools=vllm_tools(tools),
         chat_template=chat_template,
         tokenize=False,
-        add_generation_prompt=True,
+        add_generation_prompt=add_generation_prompt,
+        continue_final_message=continue_final_message,
         **variables,
     )
     assert isinstance(rendered, str)

@@ -274,6 +274,80 @@ def test_startup_names_the_template_and_its_sha256(
     assert f"{folders['basic'] / 'chat_template.jinja'} sha256={digest}" in out
 
 
+# -- continuing the last message (a prefill) ----------------------------------------------
+
+PREFILL = [
+    {"role": "system", "content": "You are terse."},
+    {"role": "user", "content": "Weather in Zürich?"},
+    {"role": "assistant", "content": "It is "},  # the model goes on from here
+]
+TRIMMING = (  # trims the text it writes: the continued message's trailing blank goes too
+    "{% for m in messages %}<{{ m.role }}>{{ m.content | trim }}</{{ m.role }}>\n{% endfor %}"
+    "{% if add_generation_prompt %}<assistant>{% endif %}"
+)
+
+
+@pytest.mark.parametrize("name", ["basic", "content_parts", "trimming"])
+def test_continue_final_message_leaves_the_last_message_open_as_transformers_does(
+    tmp_path: Path, name: str
+) -> None:
+    source = TRIMMING if name == "trimming" else CASES[name]
+    folder = make_model_folder(tmp_path / name, source)
+    fmt = content_format(source)
+    expected = reference(
+        folder, PREFILL, content_format=fmt, add_generation_prompt=False,
+        continue_final_message=True,
+    )  # fmt: skip
+    sent = _sent(
+        _sidecar(folder), messages=PREFILL, add_generation_prompt=False,
+        continue_final_message=True,
+    )  # fmt: skip
+    assert sent == expected
+    assert sent.rstrip().endswith("It is")  # open: no end of turn, no new header
+    assert sent != _sent(_sidecar(folder), messages=PREFILL)
+
+
+def test_add_generation_prompt_false_renders_without_the_header(folders: dict[str, Path]) -> None:
+    folder = folders["basic"]
+    expected = reference(folder, CONVERSATION, add_generation_prompt=False)
+    sent = _sent(_sidecar(folder), messages=CONVERSATION, add_generation_prompt=False)
+    assert sent == expected
+    assert not sent.endswith("<|assistant|>\n")
+    assert _sent(_sidecar(folder), messages=CONVERSATION).endswith("<|assistant|>\n")
+
+
+@pytest.mark.parametrize("add", [None, True])
+def test_continuing_needs_the_generation_prompt_off(
+    folders: dict[str, Path], add: bool | None
+) -> None:
+    folder = folders["basic"]
+    with pytest.raises(ValueError, match="not compatible"):
+        reference(folder, PREFILL, continue_final_message=True)  # transformers refuses too
+    body: dict[str, Any] = {"messages": PREFILL, "continue_final_message": True}
+    if add is not None:
+        body["add_generation_prompt"] = add
+    with pytest.raises(APIError) as info:
+        _sent(_sidecar(folder), **body)
+    assert info.value.status == 400 and info.value.param == "continue_final_message"
+    assert "add_generation_prompt" in info.value.message
+
+
+def test_a_template_that_drops_the_continued_message_is_refused_by_both(tmp_path: Path) -> None:
+    source = (
+        "{% for m in messages %}{% if m.role != 'assistant' %}{{ m.content }}{% endif %}"
+        "{% endfor %}"
+    )
+    folder = make_model_folder(tmp_path / "drops", source)
+    with pytest.raises(ValueError, match="does not appear"):
+        reference(folder, PREFILL, add_generation_prompt=False, continue_final_message=True)
+    with pytest.raises(APIError) as info:
+        _sent(
+            _sidecar(folder), messages=PREFILL, add_generation_prompt=False,
+            continue_final_message=True,
+        )  # fmt: skip
+    assert info.value.status == 400 and "does not appear" in info.value.message
+
+
 # -- what both sides refuse ----------------------------------------------------------------
 
 

@@ -94,6 +94,18 @@ CONVERSATIONS: dict[str, dict[str, Any]] = {
         "messages": [{"role": "user", "content": "Quick answer please"}],
         "chat_template_kwargs": {"enable_thinking": False},
     },
+    "no generation prompt": {
+        "messages": [{"role": "user", "content": "Hello there"}],
+        "add_generation_prompt": False,
+    },
+    "prefill (continue_final_message)": {
+        "messages": [
+            {"role": "user", "content": "Name a colour."},
+            {"role": "assistant", "content": "The colour is "},
+        ],
+        "add_generation_prompt": False,
+        "continue_final_message": True,
+    },
 }
 
 
