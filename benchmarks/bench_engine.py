@@ -69,7 +69,7 @@ from sidecar.cli import _parser, configure  # noqa: E402
 
 USER = [{"role": "user", "content": "Tell me about the weather in Paris today."}]
 PARSERS = ("--tool-call-parser", "hermes", "--reasoning-parser", "qwen3")
-TARGETS = ["floor", "vllm-chat", "sidecar", "relay"]  # + "against" with --against
+TARGETS = ("floor", "vllm-chat", "sidecar", "relay")  # and "against" with --against
 
 
 def loadavg() -> str:
@@ -92,6 +92,12 @@ class Targets:
     ) -> None:
         self.vllm, self.sidecar, self.relay, self.prompt = vllm, sidecar, relay, prompt
         self.against = against
+        self.names = (*TARGETS, "against") if against else TARGETS
+
+    def turn(self, r: int) -> tuple[str, ...]:
+        """The targets in round `r`'s order (rotating, so none is always first)."""
+        k = r % len(self.names)
+        return self.names[k:] + self.names[:k]
 
     def request(self, target: str, tokens: int, stream: bool) -> tuple[str, dict[str, Any]]:
         common: dict[str, Any] = {
@@ -180,8 +186,7 @@ async def latency(targets: Targets, rounds: int) -> dict[tuple[str, int, bool], 
     async with httpx.AsyncClient(timeout=120) as client:
         for r in range(rounds + 3):  # 3 warm-up rounds, not counted
             for tokens, stream in configs:
-                order = TARGETS[r % len(TARGETS) :] + TARGETS[: r % len(TARGETS)]
-                for target in order:
+                for target in targets.turn(r):
                     url, body = targets.request(target, tokens, stream)
                     measured = await one(client, url, body)
                     if r >= 3:
@@ -190,11 +195,10 @@ async def latency(targets: Targets, rounds: int) -> dict[tuple[str, int, bool], 
 
 
 async def throughput(targets: Targets, streams: int, rounds: int) -> dict[str, list[float]]:
-    rates: dict[str, list[float]] = {t: [] for t in TARGETS}
+    rates: dict[str, list[float]] = {t: [] for t in targets.names}
     limits = httpx.Limits(max_connections=streams, max_keepalive_connections=streams)
     for r in range(rounds + 1):  # one warm-up round
-        order = TARGETS[r % len(TARGETS) :] + TARGETS[: r % len(TARGETS)]
-        for target in order:
+        for target in targets.turn(r):
             url, body = targets.request(target, 64, True)
             # New connections each turn: kept-alive ones idle through the other targets'
             # turns, past the servers' keep-alive (5 s), and may be closed as they are reused.
@@ -207,11 +211,15 @@ async def throughput(targets: Targets, streams: int, rounds: int) -> dict[str, l
     return rates
 
 
-def report(lat: dict[tuple[str, int, bool], list[Any]], rates: dict[str, list[float]]) -> None:
+def report(
+    names: tuple[str, ...],
+    lat: dict[tuple[str, int, bool], list[Any]],
+    rates: dict[str, list[float]],
+) -> None:
     print("\n1. latency, p50 in ms (TTFT: first token streamed; total: last byte)")
     print(
         f"{'tokens':>6} {'stream':>6} {'what':>5}  "
-        + "  ".join(f"{t:>9}" for t in TARGETS)
+        + "  ".join(f"{t:>9}" for t in names)
         + "   sidecar/vllm   added: sidecar/vllm-chat (goal <= 0.5)   relay/vllm-chat"
     )
     for tokens in (8, 64):
@@ -220,7 +228,7 @@ def report(lat: dict[tuple[str, int, bool], list[Any]], rates: dict[str, list[fl
             if stream:
                 kinds.insert(0, ("TTFT", lambda m: m[0]))
             for name, pick in kinds:
-                values = {t: p50([pick(m) for m in lat[(t, tokens, stream)]]) for t in TARGETS}
+                values = {t: p50([pick(m) for m in lat[(t, tokens, stream)]]) for t in names}
                 floor = values["floor"]
                 added_sidecar = values["sidecar"] - floor
                 added_vllm = values["vllm-chat"] - floor
@@ -228,7 +236,7 @@ def report(lat: dict[tuple[str, int, bool], list[Any]], rates: dict[str, list[fl
                 added_relay = values["relay"] - floor
                 added = added_sidecar / added_vllm if added_vllm > 0 else float("nan")
                 hop = added_relay / added_vllm if added_vllm > 0 else float("nan")
-                cells = "  ".join(f"{values[t] * 1000:9.2f}" for t in TARGETS)
+                cells = "  ".join(f"{values[t] * 1000:9.2f}" for t in names)
                 print(
                     f"{tokens:>6} {'yes' if stream else 'no':>6} {name:>5}  {cells}"
                     f"   {ratio:10.3f}x   {added:6.2f}x "
@@ -240,11 +248,11 @@ def report(lat: dict[tuple[str, int, bool], list[Any]], rates: dict[str, list[fl
                         else ""
                     )
                 )
-    tokens_seen = {t: {m[2] for k, v in lat.items() if k[0] == t for m in v} for t in TARGETS}
+    tokens_seen = {t: {m[2] for k, v in lat.items() if k[0] == t for m in v} for t in names}
     print(f"   completion tokens seen per target: {tokens_seen}")
     print("\n2. 64 concurrent streams of 64 tokens: delivered tokens/s (median of rounds)")
-    medians = {t: p50(rates[t]) for t in TARGETS}
-    for t in TARGETS:
+    medians = {t: p50(rates[t]) for t in names}
+    for t in names:
         runs = ", ".join(f"{r:.0f}" for r in rates[t])
         print(f"   {t:>9}: {medians[t]:8.0f} tokens/s  ({runs})")
     ratio = medians["sidecar"] / medians["vllm-chat"]
@@ -266,7 +274,7 @@ async def cpu_per_request(
     out: dict[tuple[str, int, bool], dict[str, float]] = {}
     async with httpx.AsyncClient(timeout=120) as client:
         for tokens, stream in ((8, False), (64, True)):
-            for target in TARGETS:
+            for target in targets.names:
                 url, body = targets.request(target, tokens, stream)
                 for _ in range(5):  # warm-up
                     await one(client, url, body)
@@ -279,18 +287,20 @@ async def cpu_per_request(
     return out
 
 
-def report_cpu(cpu: dict[tuple[str, int, bool], dict[str, float]], requests: int) -> None:
+def report_cpu(
+    names: tuple[str, ...], cpu: dict[tuple[str, int, bool], dict[str, float]], requests: int
+) -> None:
     print(f"\n3. CPU per request in ms ({requests} requests one at a time per row)")
     print(f"{'tokens':>6} {'stream':>6}  {'front end':>24}  {'own CPU':>8}  vs vllm-chat's own")
     for tokens, stream in ((8, False), (64, True)):
-        api = {t: cpu[(t, tokens, stream)]["vllm-api"] for t in TARGETS}
+        api = {t: cpu[(t, tokens, stream)]["vllm-api"] for t in names}
         chat_own = api["vllm-chat"] - api["floor"]
         rows = [
             ("vllm-chat (api - floor)", chat_own),
             ("sidecar (its process)", cpu[("sidecar", tokens, stream)]["sidecar"]),
             ("relay (its process)", cpu[("relay", tokens, stream)]["relay"]),
         ]
-        if "against" in TARGETS:
+        if "against" in names:
             rows.append(("against (its process)", cpu[("against", tokens, stream)]["against"]))
         for name, own in rows:
             ratio = own / chat_own if chat_own > 0 else float("nan")
@@ -332,7 +342,6 @@ def main() -> None:
         relay, relay_url = start_relay(vllm_url, logs)
         other = None
         if args.against:
-            TARGETS.append("against")
             other, other_url = start_sidecar(
                 vllm_url,
                 None,
@@ -347,12 +356,12 @@ def main() -> None:
             print(f"{loadavg()} (engine and sidecar up)")
             lat = asyncio.run(latency(targets, args.rounds))
             rates = asyncio.run(throughput(targets, args.streams, args.throughput_rounds))
-            report(lat, rates)
+            report(targets.names, lat, rates)
             pids = {"vllm-api": vllm.proc.pid, "sidecar": sidecar.proc.pid, "relay": relay.pid}
             if other:
                 pids["against"] = other.proc.pid
             cpu = asyncio.run(cpu_per_request(targets, pids, args.cpu_requests))
-            report_cpu(cpu, args.cpu_requests)
+            report_cpu(targets.names, cpu, args.cpu_requests)
             print(f"\n{loadavg()} (end)")
         finally:
             if other:

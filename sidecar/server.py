@@ -14,16 +14,8 @@ from sidecar.config import DEFAULT_BODY_TIMEOUT, DEFAULT_HEAD_TIMEOUT
 from sidecar.front import LeanProtocol
 
 # The uvicorn releases whose server hooks for protocols `sidecar.front.LeanProtocol` uses
-# were tested (pinned in pyproject.toml; a test checks).
+# were tested (pinned in pyproject.toml; the tests check the pin and the installed release).
 UVICORN_TESTED = ((0, 30), (0, 55))
-
-
-def _uvicorn_tested() -> bool:
-    from uvicorn import __version__
-
-    parts = tuple(int(p) for p in __version__.split(".")[:2] if p.isdigit())
-    low, high = UVICORN_TESTED
-    return len(parts) == 2 and low <= parts < high
 
 
 def server_options(

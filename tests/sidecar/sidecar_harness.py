@@ -12,7 +12,7 @@ from sidecar.engines import ENGINES
 from sidecar.engines.base import EngineAdapter
 from sidecar.fake_engine import FakeEngine, RunningServer, serve_in_thread
 from sidecar.prompt import ChatTemplate
-from sidecar.server import server_options
+from sidecar.server import UVICORN_TESTED, server_options
 from sidecar.structural import ForcedChoice
 
 KINDS = tuple(ENGINES)  # each needs a fake engine of its kind (sidecar.fake_engine)
@@ -88,3 +88,12 @@ def deploy(
         yield deployment
     finally:
         deployment.stop()
+
+
+def uvicorn_tested() -> bool:
+    """The installed uvicorn is inside the release range the front was tested with."""
+    from uvicorn import __version__
+
+    parts = tuple(int(p) for p in __version__.split(".")[:2] if p.isdigit())
+    low, high = UVICORN_TESTED
+    return len(parts) == 2 and low <= parts < high

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 import uvicorn
+from sidecar_harness import uvicorn_tested
 from uvicorn.server import ServerState
 
 from sidecar import front as lean
@@ -513,9 +514,7 @@ def test_the_uvicorn_server_hooks_the_front_uses_are_there() -> None:
     """The front is a protocol class handed to uvicorn's server (`http=`); it reads and
     updates what the server shares with its protocols. Graceful shutdown above exercises
     `shutdown()` and `connections`; this names the rest."""
-    from sidecar import server
-
-    assert server._uvicorn_tested()  # inside the range pyproject.toml pins
+    assert uvicorn_tested()  # inside the range pyproject.toml pins
     state = ServerState()
     assert isinstance(state.connections, set) and isinstance(state.tasks, set)
     assert isinstance(state.default_headers, list) and state.total_requests == 0

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import uvicorn
+from sidecar_harness import uvicorn_tested
 from uvicorn.server import ServerState
 
 from sidecar.config import DEFAULT_HEAD_TIMEOUT
@@ -298,7 +299,7 @@ def test_the_uvicorn_range_the_front_was_tested_with_is_the_pinned_one() -> None
     from sidecar import server
 
     assert _pinned("uvicorn") == server.UVICORN_TESTED
-    assert server._uvicorn_tested()
+    assert uvicorn_tested()
 
 
 def test_an_incomplete_head_is_a_408_after_the_head_timeout() -> None:
